@@ -1,0 +1,60 @@
+# make run   - create .venv if missing, install, run the main job on 8 ranks
+# make test  - same venv, run the test suite
+#
+# MPI=embedded (default) installs Open MPI 5 from PyPI; MPI=site builds mpi4py
+# against the mpicc found on PATH (a cluster's own MPI).
+
+PYTHON ?= python3
+VENV ?= .venv
+NP ?= 8
+OUT ?= mpibench-out
+MPI ?= embedded
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.installed-$(MPI)
+
+ifeq ($(MPI),embedded)
+EXTRAS := test,embedded-mpi
+MPIRUN := $(BIN)/mpirun
+# Oversubscribe: 8 ranks on a laptop with fewer cores; ULFM: the kill scenarios.
+MPIRUN_FLAGS ?= --oversubscribe --with-ft ulfm
+else
+EXTRAS := test
+MPIRUN ?= mpirun
+MPIRUN_FLAGS ?=
+endif
+
+ifeq ($(shell id -u),0)
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+endif
+# Idle ranks yield the CPU: without it, more ranks than cores run hundreds of times slower.
+export OMPI_MCA_mpi_yield_when_idle ?= 1
+export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
+
+.PHONY: run test bench sweep venv clean
+
+venv: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+ifneq ($(MPI),embedded)
+	$(PY) -m pip install -q --force-reinstall --no-deps --no-binary=mpi4py mpi4py
+endif
+	touch $@
+
+run: $(STAMP)
+	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench --out $(OUT)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench bench --out $(OUT)
+
+clean:
+	rm -rf $(VENV) $(OUT) build *.egg-info
