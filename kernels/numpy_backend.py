@@ -1,0 +1,39 @@
+"""Host back-end: in-place NumPy operations on preallocated buffers."""
+from __future__ import annotations
+
+import numpy as np
+
+from mpibench.aggregate import mean_from_totals
+
+
+class NumpyBackend:
+    name = "numpy"
+    xp = np
+
+    def empty(self, length: int, dtype=np.float32) -> np.ndarray:
+        return np.empty(length, dtype=dtype)
+
+    def zeros(self, length: int, dtype=np.float32) -> np.ndarray:
+        return np.zeros(length, dtype=dtype)
+
+    def to_host(self, array) -> np.ndarray:
+        return np.asarray(array)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def accumulate(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.add(dst, src, out=dst)
+
+    def pack(self, buf: np.ndarray, grad_sum: np.ndarray, count: int) -> None:
+        buf[:-1] = grad_sum
+        buf[-1] = count
+
+    def apply_update(self, params: np.ndarray, grad_sum: np.ndarray, count, lr: float) -> None:
+        if mean_from_totals(grad_sum, count) is None:
+            return  # nothing contributed: no update
+        np.multiply(grad_sum, params.dtype.type(lr), out=grad_sum)
+        np.subtract(params, grad_sum, out=params)
+
+    def synchronize(self) -> None:
+        pass

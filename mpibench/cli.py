@@ -1,0 +1,187 @@
+"""Command line: ``python -m mpibench [COMMAND]`` (see ``--help``).
+
+Exit status: 0 when every invariant held, 1 when one was violated or a run
+could not go on, 2 for bad usage or bad input (one line, no traceback).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+
+from .config import RunConfig, UsageError
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+
+def launched_rank() -> int:
+    """This process's rank as the launcher tells it, without initialising MPI."""
+    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+def say(message: str, err: bool = False) -> None:
+    """Print on the first rank only, so a job prints each line once."""
+    if launched_rank() == 0:
+        click.echo(message, err=err)
+
+
+def fail_usage(message: str):
+    say(f"mpibench: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def abort_job(exc: BaseException) -> None:
+    """An unhandled exception on any rank ends the whole job with a message."""
+    from mpi4py import MPI
+
+    from .runinfo import this_host
+
+    prefix = f"[{MPI.COMM_WORLD.Get_rank()}@{this_host()}]"
+    sys.stderr.write(f"{prefix} unhandled error, aborting the job:\n")
+    sys.stderr.write("".join(f"{prefix} {line}\n" for line in
+                             "".join(traceback.format_exception(exc)).splitlines()))
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(EXIT_VIOLATION)
+
+
+def size_option(text: str) -> int:
+    """``4K``, ``1M``, ``16MiB``, ``512`` -> bytes (binary multiples)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    number, unit = (t[:-1], t[-1]) if t and t[-1] in "KMG" else (t, "")
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise UsageError(f"cannot read size {text!r} (examples: 4K, 1M, 16M, 512)") from None
+    if value < 0 or value != int(value):
+        raise UsageError(f"size {text!r} must be a whole, non-negative number of bytes")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------- options
+def run_options(func):
+    """Options shared by ``run`` and the main job."""
+    d = RunConfig()
+    opts = [
+        click.option("--steps", type=int, default=d.steps, show_default=True, help="training steps per run"),
+        click.option("--seed", type=int, default=d.seed, show_default=True,
+                     help="root seed: data, shards, epoch orders, weights and fault schedules derive from it"),
+        click.option("--recovery", type=click.Choice(["shrink", "respawn"]), default=d.recovery,
+                     show_default=True, help="after a killed rank: continue smaller, or spawn a replacement"),
+        click.option("--check-every", type=int, default=d.check_every, show_default=True,
+                     help="check the six invariants every K steps"),
+        click.option("--device", type=click.Choice(["cpu", "gpu", "auto"]), default=d.device,
+                     show_default=True, help="where gradient buffers live and are reduced"),
+        click.option("--samples", type=int, default=d.samples, show_default=True, help="data set size"),
+        click.option("--features", type=int, default=d.features, show_default=True, help="input features"),
+        click.option("--hidden", type=int, default=d.hidden, show_default=True, help="hidden units of the MLP"),
+        click.option("--classes", type=int, default=d.classes, show_default=True, help="output classes"),
+        click.option("--batch-size", type=int, default=d.batch_size, show_default=True,
+                     help="local batch size per worker (epochs end on a shorter batch)"),
+        click.option("--lr", type=float, default=d.lr, show_default=True, help="SGD learning rate"),
+        click.option("--bucket-bytes", default=str(d.bucket_bytes), show_default=True,
+                     help="ring all-reduce bucket cap (4K, 1M, ...)"),
+        click.option("--ps-shards", type=int, default=d.ps_shards, show_default=True,
+                     help="parameter-server shards (0: one per member)"),
+        click.option("--straggler-deadline", type=float, default=d.straggler_deadline, show_default=True,
+                     help="seconds to wait for a late worker before dropping it from the step (0: wait)"),
+        click.option("--deadline-s", type=float, default=d.deadline_s, show_default=True,
+                     help="longest wait for any message before the run is declared stuck"),
+        click.option("--out", type=click.Path(file_okay=False), default="mpibench-out", show_default=True,
+                     help="output folder for CSVs, run.json and report.html"),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def config_from(strategy: str, scenario: str, **kw) -> RunConfig:
+    kw["bucket_bytes"] = size_option(str(kw["bucket_bytes"]))
+    kw.pop("out", None)
+    return RunConfig(strategy=strategy, scenario=scenario, **kw)
+
+
+# ---------------------------------------------------------------------------- commands
+class Cli(click.Group):
+    """Turns usage errors into one line and exit 2, and aborts the job on a crash."""
+
+    def main(self, args=None, **extra):
+        try:
+            return super().main(args=args, standalone_mode=False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            sys.exit(130)
+        except click.UsageError as exc:
+            fail_usage(exc.format_message().splitlines()[0])
+        except UsageError as exc:
+            fail_usage(str(exc))
+        except click.ClickException as exc:
+            fail_usage(exc.format_message())
+
+
+@click.group(cls=Cli, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@run_options
+@click.pass_context
+def main(ctx, **kw):
+    """MPI benchmark and correctness suite for data-parallel gradient sync.
+
+    Without a command (under mpirun) this is the main job: every named fault
+    scenario under ring and PS with identical schedules, then the collective
+    benchmarks; CSVs, run.json and report.html go to --out, and a summary table
+    is printed. Exit status: 0 all invariants held, 1 a violation (the message
+    names step, invariant and the replay command), 2 bad usage or input.
+
+    \b
+    Example:  mpirun -n 8 --oversubscribe --with-ft ulfm python -m mpibench --out results
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from .suite import main_job
+
+    out = kw["out"]
+    config = config_from("native", "none", **kw)
+    sys.exit(_guarded(lambda: main_job(config, out)))
+
+
+@main.command()
+@click.option("--strategy", default="native", show_default=True, help="ring, ps or native")
+@click.option("--scenario", default="none", show_default=True,
+              help="a named scenario (see 'scenarios') or a TOML schedule file")
+@run_options
+def run(strategy, scenario, **kw):
+    """One scenario under one strategy (under mpirun)."""
+    from .suite import single_run
+
+    out = kw["out"]
+    config = config_from(strategy, scenario, **kw)
+    sys.exit(_guarded(lambda: single_run(config, out)))
+
+
+@main.command()
+def scenarios():
+    """The named fault scenarios, one line each."""
+    from mpibench.faults.schedule import SCENARIOS
+
+    width = max(len(n) for n in SCENARIOS)
+    for name, text in SCENARIOS.items():
+        click.echo(f"{name:<{width}}  {text}")
+
+
+def _guarded(body) -> int:
+    """Run a job body: bad input exits 2 on every rank, a crash aborts the job."""
+    try:
+        return body()
+    except UsageError as exc:
+        fail_usage(str(exc))
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
+        abort_job(exc)
+    return EXIT_VIOLATION

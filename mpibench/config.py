@@ -1,0 +1,79 @@
+"""Run configuration: one frozen record of everything that determines a run's rows."""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import asdict, dataclass, fields
+
+
+class UsageError(Exception):
+    """Bad usage or bad input: reported in one line, exit status 2."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    strategy: str = "native"
+    scenario: str = "none"
+    steps: int = 24
+    seed: int = 0
+    recovery: str = "shrink"
+    check_every: int = 1
+    device: str = "cpu"
+    samples: int = 1200
+    features: int = 16
+    hidden: int = 32
+    classes: int = 4
+    batch_size: int = 16
+    lr: float = 0.1
+    bucket_bytes: int = 1 << 20
+    ps_shards: int = 0  # 0: one shard per member
+    straggler_deadline: float = 0.0  # 0: wait for stragglers
+    deadline_s: float = 30.0
+
+    def validate(self, world_size: int) -> None:
+        if self.steps < 1:
+            raise UsageError(f"--steps must be at least 1, got {self.steps}")
+        if self.check_every < 1:
+            raise UsageError(f"--check-every must be at least 1, got {self.check_every}")
+        if self.recovery not in ("shrink", "respawn"):
+            raise UsageError(f"--recovery must be shrink or respawn, got {self.recovery!r}")
+        if self.batch_size < 1:
+            raise UsageError(f"--batch-size must be at least 1, got {self.batch_size}")
+        if min(self.features, self.hidden, self.classes) < 1 or self.classes < 2:
+            raise UsageError("model sizes must be positive and classes at least 2")
+        if self.samples < world_size:
+            raise UsageError(f"--samples {self.samples} cannot give each of {world_size} workers a shard")
+        if self.bucket_bytes < 4:
+            raise UsageError(f"--bucket-bytes must hold at least one float32 (4 bytes), got {self.bucket_bytes}")
+        if self.ps_shards < 0:
+            raise UsageError(f"--ps-shards must be 0 (one per member) or positive, got {self.ps_shards}")
+        if self.straggler_deadline < 0 or self.deadline_s <= 0:
+            raise UsageError("deadlines must be positive")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def cli_args(self) -> list[str]:
+        """The ``run`` options that reproduce this config (defaults left out)."""
+        default = RunConfig()
+        args = ["--strategy", self.strategy, "--scenario", self.scenario,
+                "--steps", str(self.steps), "--seed", str(self.seed)]
+        shown = {"strategy", "scenario", "steps", "seed"}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name not in shown and value != getattr(default, f.name):
+                args += ["--" + f.name.replace("_", "-"), str(value)]
+        return args
+
+
+def launcher() -> str:
+    """How jobs are launched: ``MPIBENCH_MPIEXEC``, else plain ``mpirun``."""
+    return os.environ.get("MPIBENCH_MPIEXEC", "").strip() or "mpirun"
+
+
+def replay_command(config: RunConfig, ranks: int, out_dir: str | None = None) -> str:
+    parts = shlex.split(launcher()) + ["-n", str(ranks), "python", "-m", "mpibench", "run"]
+    parts += config.cli_args()
+    if out_dir:
+        parts += ["--out", out_dir]
+    return shlex.join(parts)

