@@ -1,0 +1,78 @@
+"""Launch ``python -m mpibench`` under mpirun as a subprocess with a hard timeout.
+
+A killed or hung rank must never take pytest with it: every launch has a
+timeout, and the whole process group is killed when it passes.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def mpirun_command() -> list[str]:
+    """The launcher: MPIBENCH_MPIEXEC if set, else the venv's mpirun with this machine's flags."""
+    env = os.environ.get("MPIBENCH_MPIEXEC")
+    if env:
+        return env.split()
+    mpirun = VENV_BIN / "mpirun"
+    exe = str(mpirun) if mpirun.exists() else shutil.which("mpirun")
+    return [exe, "--oversubscribe", "--with-ft", "ulfm"]
+
+
+def mpi_env() -> dict:
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@dataclass
+class Job:
+    returncode: int
+    stdout: str
+    stderr: str
+    out: Path | None
+
+    def csv(self, name: str) -> pd.DataFrame:
+        return pd.read_csv(self.out / name, keep_default_na=False)
+
+    @property
+    def text(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_mpi(n: int, args: list[str], out: Path | None = None, timeout: float = 120,
+            mpirun: list[str] | None = None) -> Job:
+    """``mpirun -n N python -m mpibench ARGS [--out OUT]``, killed after ``timeout`` s."""
+    cmd = (mpirun or mpirun_command()) + ["-n", str(n), sys.executable, "-m", "mpibench", *args]
+    if out is not None:
+        cmd += ["--out", str(out)]
+    return run_command(cmd, timeout, out)
+
+
+def run_command(cmd: list[str], timeout: float, out: Path | None = None) -> Job:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=mpi_env(), start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"timed out after {timeout} s: {' '.join(cmd)}\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    return Job(proc.returncode, stdout, stderr, out)
+
+
+def run_cli(args: list[str], timeout: float = 60) -> Job:
+    """``python -m mpibench ARGS`` without mpirun (singleton MPI where it needs one)."""
+    return run_command([sys.executable, "-m", "mpibench", *args], timeout)
