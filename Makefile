@@ -34,7 +34,12 @@ endif
 export OMPI_MCA_mpi_yield_when_idle ?= 1
 export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
 
-.PHONY: run test bench sweep venv clean
+.PHONY: run test bench sweep venv clean system-deps
+
+# Debian packages the full test suite needs: headless Chromium for the report's
+# browser test; munge + Slurm daemons for the job-script tests.
+SYSTEM_PACKAGES ?= chromium slurmctld slurmd slurm-client munge libpmix-dev
+
 
 venv: $(STAMP)
 
@@ -55,6 +60,15 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench bench --out $(OUT)
+
+# Installs SYSTEM_PACKAGES with apt-get when running as root and any is missing.
+system-deps:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "system packages present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing:" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "missing system packages (tests that need them skip): $$missing"; fi
 
 clean:
 	rm -rf $(VENV) $(OUT) build *.egg-info
