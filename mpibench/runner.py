@@ -21,7 +21,11 @@ def prepare(config: RunConfig, world_size: int):
     """Validate and load everything a run needs; UsageError on bad input."""
     from mpibench.faults import load_schedule
 
+    from mpibench.sync import STRATEGIES
+
     config.validate(world_size)
+    if config.strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {config.strategy!r} (choose from {', '.join(STRATEGIES)})")
     try:
         schedule = load_schedule(config.scenario, world_size, config.seed)
     except ValueError as exc:

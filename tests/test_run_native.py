@@ -1,0 +1,71 @@
+"""`run` under mpirun: CSVs, exit statuses, determinism, bad input."""
+import json
+
+import pytest
+
+from mpirun import run_cli, run_mpi
+
+pytestmark = pytest.mark.mpi
+
+NAMES = {"equivalence", "replicas", "accounting", "membership", "data", "coverage"}
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 8])
+def test_native_run_checks_every_step(tmp_path, ranks):
+    job = run_mpi(ranks, ["run", "--strategy", "native", "--steps", "9", "--samples", "300"], tmp_path)
+    assert job.returncode == 0, job.text
+    steps, checks = job.csv("steps.csv"), job.csv("invariants.csv")
+    assert list(steps.step) == list(range(9))
+    assert (steps.members.astype(str) == " ".join(map(str, range(ranks)))).all()
+    assert set(checks.invariant) == NAMES
+    assert len(checks) == 9 * len(NAMES) and (checks.passed.astype(str) == "True").all()
+    assert steps.effective_batch.max() <= ranks * 16
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["ranks"] == ranks and "Open MPI" in info["mpi"]["library"]
+    assert info["ulfm"]["active"] is True
+    assert "Traceback" not in job.text
+
+
+def test_same_seed_same_rows(tmp_path):
+    frames = []
+    for name in ("a", "b"):
+        job = run_mpi(3, ["run", "--steps", "6", "--seed", "5"], tmp_path / name)
+        assert job.returncode == 0, job.text
+        steps = job.csv("steps.csv")
+        frames.append(steps[[c for c in steps.columns if not c.endswith("_s")]])
+    assert frames[0].equals(frames[1])
+    other = run_mpi(3, ["run", "--steps", "6", "--seed", "6"], tmp_path / "c").csv("steps.csv")
+    assert not other.loss_mean.equals(frames[0].loss_mean)
+
+
+def test_check_every_thins_checks(tmp_path):
+    job = run_mpi(2, ["run", "--steps", "6", "--check-every", "3"], tmp_path)
+    assert job.returncode == 0, job.text
+    assert sorted(set(job.csv("invariants.csv").step)) == [0, 3]
+    assert len(job.csv("steps.csv")) == 6
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--steps", "0"], "--steps"),
+    (["--samples", "2"], "shard"),
+    (["--scenario", "no-such-scenario"], "unknown scenario"),
+    (["--strategy", "nope"], "unknown strategy"),
+    (["--bucket-bytes", "12Q"], "size"),
+    (["--device", "tpu"], "device"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, args, needle):
+    keep = tmp_path / "keep.txt"
+    keep.write_text("earlier results")
+    job = run_mpi(3, ["run", *args], tmp_path, timeout=60)
+    assert job.returncode == 2, job.text
+    lines = [l for l in job.stderr.splitlines() if l.startswith("mpibench: error")]
+    assert len(lines) == 1 and needle in lines[0], job.text
+    assert "Traceback" not in job.text
+    assert keep.read_text() == "earlier results"
+
+
+def test_help_lists_commands():
+    job = run_cli(["--help"])
+    assert job.returncode == 0
+    for word in ("run", "scenarios", "--out", "Exit status"):
+        assert word in job.stdout
