@@ -1,10 +1,13 @@
 """Fault schedules and the communicator wrapper that injects them.
 
 A schedule is plain data (what happens to which worker at which step and
-phase); the wrapper around the communicator carries it out. Algorithms never
-read the schedule: they only see the communicator's errors.
+phase); the wrapper around the communicator carries it out, and the recovery
+policy (ULFM shrink or respawn, partition views, straggler drops) decides what
+the survivors do. Algorithms never read the schedule: they only see the
+communicator's errors.
 """
-from .schedule import Schedule, load_schedule
+from .random_schedule import random_schedule
+from .schedule import Delay, Kill, Partition, Schedule, load_schedule, validate
 from .wrapper import wrap
 
-__all__ = ["Schedule", "load_schedule", "wrap"]
+__all__ = ["Delay", "Kill", "Partition", "Schedule", "load_schedule", "random_schedule", "validate", "wrap"]

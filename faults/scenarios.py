@@ -1,0 +1,97 @@
+"""The named scenarios, written relative to the world size.
+
+Each scenario is a function of the world size ``n`` (``last`` is worker
+``n - 1``; a minority side is the last ``(n - 1) // 2`` workers) so the same
+name means the same story at every size where it makes sense, and sizes where
+it does not are refused with a one-line reason.
+"""
+from __future__ import annotations
+
+from .schedule import Delay, Kill, Partition, Schedule
+
+# name -> (one-line description, smallest world size)
+SCENARIOS: dict[str, tuple[str, int]] = {
+    "none": ("no faults: every worker contributes every step", 1),
+    "short-epochs": ("no faults, tiny shards: epochs end on short batches every few steps", 1),
+    "kill-before-compute": ("the last worker is SIGKILLed at step 2 before computing", 2),
+    "kill-mid-reduction": ("the last worker is SIGKILLed at step 2 after 2 messages of the reduction", 2),
+    "kill-after-reduce": ("the last worker is SIGKILLed at step 2 after the reduction, before applying", 2),
+    "kill-after-apply": ("the last worker is SIGKILLed at step 2 after applying, before the commit", 2),
+    "kill-ps-server": ("the last worker dies at step 2 while serving its parameter shard (first message)", 2),
+    "cascade": ("two kills at step 2: the last worker mid-reduction, the one before it during recovery", 3),
+    "straggler": ("the last worker computes 0.3 s late at steps 1-2; everyone waits", 2),
+    "straggler-dropped": ("the last worker is 0.6 s late at steps 1-2; a 0.15 s deadline drops it "
+                          "from those steps only", 2),
+    "partition-minority": ("from step 1 on, a minority (the last (n-1)//2 workers) is cut off for good "
+                           "and stalls", 3),
+    "partition-heal": ("a minority is cut off at steps 1-2, stalls, then re-syncs and rejoins at step 3", 3),
+    "split-brain": ("steps 1-2 split the workers so that no side holds a majority: nothing commits "
+                    "until the cut heals at step 3", 2),
+}
+
+
+def minority(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    cut = (n - 1) // 2
+    return tuple(range(n - cut)), tuple(range(n - cut, n))
+
+
+def no_majority(n: int) -> tuple[tuple[int, ...], ...]:
+    """Sides of which none holds a strict majority (halves; thirds when n is odd)."""
+    if n % 2 == 0:
+        return tuple(range(n // 2)), tuple(range(n // 2, n))
+    third = n // 3 + (1 if n % 3 else 0)
+    return tuple(range(third)), tuple(range(third, 2 * third)), tuple(range(2 * third, n))
+
+
+def _events(name: str, n: int):
+    last = n - 1
+    if name in ("none", "short-epochs"):
+        return ()
+    if name == "kill-before-compute":
+        return (Kill(last, 2, "before_compute"),)
+    if name == "kill-mid-reduction":
+        return (Kill(last, 2, "mid_reduction", messages=2),)
+    if name == "kill-after-reduce":
+        return (Kill(last, 2, "after_reduce"),)
+    if name == "kill-after-apply":
+        return (Kill(last, 2, "after_apply"),)
+    if name == "kill-ps-server":
+        return (Kill(last, 2, "mid_reduction", messages=1),)
+    if name == "cascade":
+        return (Kill(last, 2, "mid_reduction", messages=1), Kill(last - 1, 2, "recovery"))
+    if name == "straggler":
+        return (Delay(last, (1, 2), 0.3, "compute"),)
+    if name == "straggler-dropped":
+        return (Delay(last, (1, 2), 0.6, "compute"),)
+    if name == "partition-minority":
+        return (Partition(minority(n), 1, None),)
+    if name == "partition-heal":
+        return (Partition(minority(n), 1, 3),)
+    if name == "split-brain":
+        return (Partition(no_majority(n), 1, 3),)
+    raise ValueError(f"unknown scenario {name!r}")
+
+
+OPTIONS = {
+    "straggler-dropped": (("straggler_deadline", 0.15),),
+}
+
+
+def _options(name: str, n: int):
+    if name == "short-epochs":
+        # About 20 samples a worker in batches of 8: an epoch lasts 2-4 steps and ends short.
+        return (("samples", 20 * n), ("batch_size", 8))
+    return OPTIONS.get(name, ())
+
+
+def build(name: str, world_size: int) -> Schedule:
+    description, smallest = SCENARIOS[name]
+    if world_size < smallest:
+        raise ValueError(f"scenario {name!r} needs at least {smallest} ranks, got {world_size}")
+    return Schedule(name, world_size, _events(name, world_size), _options(name, world_size))
+
+
+def describe() -> list[str]:
+    """One line per scenario, for ``python -m mpibench scenarios``."""
+    width = max(len(n) for n in SCENARIOS)
+    return [f"{name:<{width}}  {text} (from {smallest} ranks)" for name, (text, smallest) in SCENARIOS.items()]
