@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from .base import Reduction, SyncStrategy
 from .native import NativeAllreduce
+from .ps import ParameterServer
+from .ring import RingAllreduce
 
 STRATEGIES: dict[str, type[SyncStrategy]] = {
     NativeAllreduce.name: NativeAllreduce,
+    RingAllreduce.name: RingAllreduce,
+    ParameterServer.name: ParameterServer,
 }
 
 
