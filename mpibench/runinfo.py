@@ -84,5 +84,17 @@ def write(out_dir: str, info: dict) -> str:
     return path
 
 
+def update(out_dir: str, fields: dict) -> str:
+    """Merge ``fields`` into an existing run.json (figures known only at the end of a run)."""
+    path = os.path.join(out_dir, "run.json")
+    try:
+        with open(path) as fh:
+            info = json.load(fh)
+    except (OSError, ValueError):
+        info = {"schema_version": SCHEMA_VERSION}
+    info.update(fields)
+    return write(out_dir, info)
+
+
 def this_host() -> str:
     return socket.gethostname()

@@ -1,0 +1,227 @@
+"""Calibration: the machine parameters the cost model needs, measured in the same run.
+
+Four figures, each stored with a sentence saying how it was measured:
+
+* alpha (s) and beta (s/byte): ping-pong between ranks 0 and 1 through the
+  same deadline-bounded buffer calls the strategies use
+  (:class:`mpibench.comm.Comm`), half round-trip times fitted by least squares
+  to ``t(n) = alpha + n * beta``;
+* gamma (s/byte): local reduction throughput, ``dst += src`` on float32, once
+  on a cache-sized and once on a memory-sized buffer;
+* compute: one worker's local part of a step (gather the batch, forward and
+  backward pass, pack the step buffer, apply the update) at two batch sizes,
+  fitted to ``fixed + per_sample * b``;
+* cores available to a rank versus ranks on this host.
+
+Ranks not taking part in a measurement sleep on a non-blocking barrier, so the
+measuring ranks have the cores to themselves (as far as the host allows).
+BLAS is held to one thread per rank: the model assumes one core per rank.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from mpi4py import MPI
+
+from mpibench.comm import Comm
+
+PING_SIZES_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20)
+GAMMA_CACHE_BYTES = 64 << 10
+GAMMA_MEMORY_BYTES = 16 << 20
+IDLE_POLL_S = 0.002
+
+
+@dataclass
+class Calibration:
+    """The calibrated machine parameters and how each one was obtained."""
+
+    alpha_s: float
+    beta_s_per_byte: float
+    gamma_cache_s_per_byte: float
+    gamma_memory_s_per_byte: float
+    compute_fixed_s: float
+    compute_per_sample_s: float
+    cores: int
+    ranks_on_host: int
+    ranks: int
+    shapes: dict = field(default_factory=dict)
+    how: dict = field(default_factory=dict)
+    ping_pong: list = field(default_factory=list)  # (bytes, half round trip s)
+
+    def gamma_s_per_byte(self, nbytes: float) -> float:
+        """Reduction cost per byte: the cache figure for small buffers, memory for large."""
+        return self.gamma_cache_s_per_byte if nbytes <= 1 << 20 else self.gamma_memory_s_per_byte
+
+    def compute_s(self, batch: float) -> float:
+        return self.compute_fixed_s + self.compute_per_sample_s * batch
+
+    @property
+    def oversubscribed(self) -> bool:
+        return self.ranks_on_host > self.cores
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Calibration":
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+# ----------------------------------------------------------------------------- helpers
+def idle_until_released(world: MPI.Comm) -> None:
+    """Sleep (not spin) until every rank reaches this point."""
+    request = world.Ibarrier()
+    while not request.Test():
+        time.sleep(IDLE_POLL_S)
+
+
+def cores_available() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def fit_line(xs, ys) -> tuple[float, float]:
+    """Least-squares ``y = a + b x`` with both coefficients clipped at zero."""
+    slope, intercept = np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)
+    return max(float(intercept), 0.0), max(float(slope), 0.0)
+
+
+def blas_one_thread():
+    """A context holding BLAS to one thread (a no-op if threadpoolctl is missing)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+# ----------------------------------------------------------------------------- alpha, beta
+def _iterations(nbytes: int) -> int:
+    return 200 if nbytes <= 16 << 10 else 40
+
+
+def ping_pong(world: MPI.Comm) -> list[tuple[int, float]]:
+    """Median half round-trip time per size, between ranks 0 and 1; [] on one rank."""
+    if world.Get_size() < 2:
+        return []
+    rank = world.Get_rank()
+    results = []
+    if rank in (0, 1):
+        pair = world.Split(0, rank)
+        comm = Comm(pair, deadline_s=30.0)
+        peer = 1 - rank
+        for nbytes in PING_SIZES_BYTES:
+            buf = np.zeros(max(nbytes // 4, 1), dtype=np.float32)
+            times = np.empty(_iterations(nbytes))
+            for i in range(-5, len(times)):  # five warm-up rounds
+                start = time.perf_counter()
+                if rank == 0:
+                    comm.send(buf, peer)
+                    comm.recv(buf, peer)
+                else:
+                    comm.recv(buf, peer)
+                    comm.send(buf, peer)
+                if i >= 0:
+                    times[i] = (time.perf_counter() - start) / 2
+            results.append((buf.nbytes, float(np.median(times))))
+        pair.Free()
+    else:
+        world.Split(MPI.UNDEFINED, rank)
+    idle_until_released(world)
+    return world.bcast(results, root=0)
+
+
+# ----------------------------------------------------------------------------- gamma
+def reduction_s_per_byte(nbytes: int, repeats: int = 0) -> float:
+    """Median time per byte of ``dst += src`` on float32 buffers of ``nbytes``."""
+    n = nbytes // 4
+    dst, src = np.ones(n, np.float32), np.full(n, 0.5, np.float32)
+    repeats = repeats or max(5, min(200, (64 << 20) // nbytes))
+    times = np.empty(repeats)
+    np.add(dst, src, out=dst)
+    for i in range(repeats):
+        start = time.perf_counter()
+        np.add(dst, src, out=dst)
+        times[i] = time.perf_counter() - start
+    return float(np.median(times)) / nbytes
+
+
+# ----------------------------------------------------------------------------- compute
+def local_step_s(config, batch: int, repeats: int = 30) -> float:
+    """Median time of one worker's local work in a step at local batch ``batch``."""
+    from mpibench.data import make_dataset
+    from mpibench.kernels import NumpyBackend
+    from mpibench.model import MLP, Shapes, init_params
+
+    shapes = Shapes(config.features, config.hidden, config.classes)
+    data = make_dataset(config.seed, max(config.samples, batch), config.features, config.classes)
+    model, backend = MLP(shapes), NumpyBackend()
+    params = init_params(config.seed, shapes)
+    buffer = backend.zeros(shapes.n_params + 1)
+    index = np.arange(batch)
+    times = np.empty(repeats)
+    for i in range(-3, repeats):
+        start = time.perf_counter()
+        grad, count, _ = model.loss_and_grad_sum(params, data.features[index], data.labels[index])
+        backend.pack(buffer, grad, count)
+        backend.apply_update(params, buffer[:-1], buffer[-1], 0.0)
+        if i >= 0:
+            times[i] = time.perf_counter() - start
+    return float(np.median(times))
+
+
+def compute_fit(config, batches=(8, 256)) -> tuple[float, float]:
+    with blas_one_thread():
+        ys = [local_step_s(config, b) for b in batches]
+    return fit_line(batches, ys)
+
+
+# ----------------------------------------------------------------------------- all of it
+def calibrate(world: MPI.Comm, config) -> Calibration:
+    """Measure every figure (collective: every rank of ``world`` calls it)."""
+    from mpibench.runinfo import this_host
+
+    pings = ping_pong(world)
+    local = None
+    if world.Get_rank() == 0:
+        gamma_cache = reduction_s_per_byte(GAMMA_CACHE_BYTES)
+        gamma_memory = reduction_s_per_byte(GAMMA_MEMORY_BYTES)
+        fixed, per_sample = compute_fit(config)
+        local = (gamma_cache, gamma_memory, fixed, per_sample)
+    else:
+        idle_until_released(world)
+    if world.Get_rank() == 0:
+        idle_until_released(world)
+    gamma_cache, gamma_memory, fixed, per_sample = world.bcast(local, root=0)
+    hosts = world.allgather(this_host())
+    alpha, beta = fit_line(*zip(*pings)) if pings else (0.0, 0.0)
+    return Calibration(
+        alpha_s=alpha, beta_s_per_byte=beta,
+        gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
+        compute_fixed_s=fixed, compute_per_sample_s=per_sample,
+        cores=cores_available(), ranks_on_host=hosts.count(hosts[0]), ranks=world.Get_size(),
+        shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
+        how=HOW, ping_pong=[list(p) for p in pings])
+
+
+HOW = {
+    "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.comm.Comm send/recv, other ranks asleep); "
+               "median half round trip per size, least-squares intercept over "
+               + ", ".join(str(s) for s in PING_SIZES_BYTES) + " bytes",
+    "beta_s_per_byte": "slope of the same least-squares fit (seconds per byte)",
+    "gamma_cache_s_per_byte": f"median time of float32 dst += src on {GAMMA_CACHE_BYTES} bytes on rank 0, "
+                              "per byte",
+    "gamma_memory_s_per_byte": f"the same on {GAMMA_MEMORY_BYTES} bytes (beyond the caches)",
+    "compute_fixed_s": "one worker's local step (batch gather, forward+backward, pack, apply) timed at "
+                       "batch 8 and 256 on rank 0 with BLAS on one thread; intercept of the line",
+    "compute_per_sample_s": "slope of the same line (seconds per sample)",
+    "cores": "CPUs in this process's affinity mask (os.sched_getaffinity)",
+    "ranks_on_host": "ranks of the job whose host name equals rank 0's",
+}

@@ -1,0 +1,94 @@
+"""Charts for the report, drawn with matplotlib's Agg back-end and inlined as base64 PNG.
+
+Each function takes pandas frames and returns a ``data:`` URI, so the report
+stays one self-contained file that opens without network access.
+"""
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the back-end must be chosen first)
+import pandas as pd  # noqa: E402
+
+DPI = 80
+KILL_COLOUR, OTHER_FAULT_COLOUR = "#c0392b", "#e67e22"
+
+
+def to_data_uri(fig) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _mark_faults(axes, faults: pd.DataFrame | None) -> None:
+    if faults is None or faults.empty:
+        return
+    for event in faults.drop_duplicates(["step", "kind"]).itertuples(index=False):
+        colour = KILL_COLOUR if str(event.kind) == "kill" else OTHER_FAULT_COLOUR
+        for ax in axes:
+            ax.axvline(float(event.step), color=colour, linestyle=":", linewidth=1)
+
+
+def scenario_chart(scenario: str, steps: pd.DataFrame, faults: pd.DataFrame | None) -> str:
+    """Loss and effective batch against step, one line per strategy; faults as dotted lines."""
+    fig, (loss_ax, batch_ax) = plt.subplots(1, 2, figsize=(10, 3.2))
+    for strategy, rows in steps.groupby("strategy", sort=True):
+        rows = rows.sort_values("step")
+        loss_ax.plot(rows.step, pd.to_numeric(rows.loss_mean, errors="coerce"), label=strategy)
+        batch_ax.step(rows.step, rows.effective_batch, where="post", label=strategy)
+    _mark_faults((loss_ax, batch_ax), faults)
+    loss_ax.set(title=f"{scenario}: loss", xlabel="step", ylabel="mean loss")
+    batch_ax.set(title=f"{scenario}: effective batch", xlabel="step", ylabel="samples in the update")
+    batch_ax.set_ylim(bottom=0)
+    for ax in (loss_ax, batch_ax):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return to_data_uri(fig)
+
+
+def scaling_chart(scaling: pd.DataFrame, cores: int | None) -> str:
+    """Step time and speedup against p, measured (solid) and modelled (dashed), per mode."""
+    modes = [m for m in ("strong", "weak") if m in set(scaling["mode"])]
+    fig, axes = plt.subplots(2, len(modes), figsize=(5 * len(modes), 6.4), squeeze=False)
+    for col, mode in enumerate(modes):
+        time_ax, speed_ax = axes[0][col], axes[1][col]
+        rows = scaling[scaling["mode"] == mode]
+        for (strategy, tag), line in rows.groupby(["strategy", "tag"], sort=True):
+            line = line.sort_values("ranks")
+            style = "-o" if tag == "measured" else "--x"
+            time_ax.plot(line.ranks, line.step_time_s * 1e3, style, label=f"{strategy} {tag}")
+            speed_ax.plot(line.ranks, pd.to_numeric(line.speedup, errors="coerce"), style,
+                          label=f"{strategy} {tag}")
+        top = int(rows.ranks.max())
+        speed_ax.plot([1, top], [1, top], ":", color="grey", label="ideal")
+        for ax in (time_ax, speed_ax):
+            if cores and top > cores:
+                ax.axvspan(cores + 0.5, top + 0.5, color="#f5b7b1", alpha=0.3, label="ranks > cores")
+            ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        time_ax.set(title=f"{mode} scaling: step time", xlabel="ranks p", ylabel="ms per step")
+        speed_ax.set(title=f"{mode} scaling: speedup", xlabel="ranks p", ylabel="speedup over p=1")
+    fig.tight_layout()
+    return to_data_uri(fig)
+
+
+def bench_chart(bench: pd.DataFrame) -> str:
+    """Collective time against size at the largest rank count, measured vs modelled."""
+    ranks = int(bench.ranks.max())
+    rows = bench[bench.ranks == ranks]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for (strategy, tag), line in rows.groupby(["strategy", "tag"], sort=True):
+        line = line.sort_values("bytes")
+        ax.plot(line.bytes, line.time_avg_s * 1e6, "-o" if tag == "measured" else "--x",
+                label=f"{strategy} {tag}")
+    ax.set(xscale="log", yscale="log", xlabel="bytes", ylabel="microseconds",
+           title=f"collective time on {ranks} ranks")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return to_data_uri(fig)

@@ -1,0 +1,131 @@
+"""Measured against modelled: the ratio, the tolerance, and a flag with its likely cause.
+
+Two kinds of figure are compared: a collective's time from ``bench.csv``
+(measured rows against the model's row for the same strategy, ranks and
+bytes) and a training step's time from ``scaling.csv``. A disagreement beyond
+the tolerance is a finding, not an error: the flag names every cause the data
+supports (more ranks than cores, a straggler, latency-bound sizes, memory
+bandwidth), or says that none does.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import costmodel
+from .calibrate import Calibration
+
+TOLERANCE = 0.25  # |modelled - measured| / measured
+STRAGGLER_SPREAD = 1.5  # slowest (or p90) over typical time
+LATENCY_BOUND_SHARE = 0.5  # alpha terms' share of the modelled sync
+MEMORY_BOUND_BYTES = 8 << 20  # bytes reduced at once over all ranks of the host
+
+COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "measured_s",
+                      "modelled_s", "ratio", "error", "tolerance", "within", "flag", "cause_codes",
+                      "cause", "assumptions"]
+
+
+def cores_for(cal: Calibration, ranks: int) -> tuple[int, int]:
+    """(ranks on the busiest host, cores there) when the first ``ranks`` ranks run."""
+    return min(ranks, cal.ranks_on_host), cal.cores
+
+
+def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: float,
+           spread: float | None, options: dict) -> list[tuple[str, str]]:
+    """Every likely cause the data supports for a disagreement, as (code, sentence)."""
+    found = []
+    on_host, cores = cores_for(cal, ranks)
+    if ratio < 1:
+        return [("faster", "faster than modelled: the implementation beats the modelled algorithm "
+                           "(e.g. shared-memory collectives, or alpha/beta overestimated by ping-pong)")]
+    if on_host > cores:
+        found.append(("oversubscribed", f"more ranks than cores: {on_host} ranks time-share {cores} cores "
+                                        "(the model assumes one core per rank)"))
+    if spread is not None and spread > STRAGGLER_SPREAD:
+        found.append(("straggler", f"straggler delay: the slow tail is {spread:.1f}x the typical time"))
+    share = costmodel.latency_share(cal, strategy, ranks, nbytes, options) if strategy else 0.0
+    if share > LATENCY_BOUND_SHARE:
+        found.append(("latency_bound", f"latency-bound size: {share:.0%} of the modelled sync is alpha; "
+                                       "per-call overheads beyond a ping-pong dominate"))
+    if ranks > 1 and nbytes * on_host >= MEMORY_BOUND_BYTES:
+        found.append(("memory_bandwidth", f"memory bandwidth: {on_host} ranks reduce {nbytes / 2**20:.1f} MiB "
+                                          "each at once; gamma was measured on one rank alone"))
+    return found or [("unexplained", "slower than modelled; none of the known causes shows in the data")]
+
+
+def judge(cal: Calibration, strategy: str, ranks: int, nbytes: float, measured: float,
+          modelled: float, spread: float | None, options: dict) -> dict:
+    ratio = measured / modelled if modelled > 0 else float("inf")
+    error = (modelled - measured) / measured if measured > 0 else float("inf")
+    within = abs(error) <= TOLERANCE
+    found = [] if within else causes(cal, strategy, ranks, nbytes, ratio, spread, options)
+    return {"measured_s": measured, "modelled_s": modelled, "ratio": ratio, "error": error,
+            "tolerance": TOLERANCE, "within": within,
+            "flag": "" if within else ("slower than modelled" if ratio > 1 else "faster than modelled"),
+            "cause_codes": " ".join(code for code, _ in found),
+            "cause": "; ".join(text for _, text in found),
+            "assumptions": costmodel.assumptions_text()}
+
+
+def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> list[dict]:
+    """One row per measured scaling point that has a modelled twin."""
+    if scaling is None or scaling.empty:
+        return []
+    keys = ["strategy", "mode", "ranks", "local_batch"]
+    measured = scaling[scaling.tag == "measured"]
+    model = scaling[scaling.tag == "modelled"].set_index(keys)
+    rows = []
+    for m in measured.itertuples(index=False):
+        key = (m.strategy, m.mode, m.ranks, m.local_batch)
+        if key not in model.index:
+            continue
+        spread = m.step_time_p90_s / m.step_time_s if m.step_time_s else None
+        rows.append({"kind": "step", "strategy": m.strategy, "mode": m.mode, "ranks": m.ranks,
+                     "bytes": m.bytes, "local_batch": m.local_batch,
+                     **judge(cal, m.strategy, m.ranks, m.bytes, float(m.step_time_s),
+                             float(model.loc[key, "step_time_s"]), spread, options)})
+    return rows
+
+
+def compare_collectives(cal: Calibration, bench: pd.DataFrame, options: dict) -> list[dict]:
+    """One row per measured bench row with a modelled twin (same strategy, ranks, bytes)."""
+    if bench is None or bench.empty:
+        return []
+    keys = ["strategy", "ranks", "bytes"]
+    model = bench[bench.tag == "modelled"].drop_duplicates(keys).set_index(keys)
+    rows = []
+    for m in bench[bench.tag == "measured"].itertuples(index=False):
+        key = (m.strategy, m.ranks, m.bytes)
+        if key not in model.index or not m.time_avg_s:
+            continue
+        low = float(m.time_min_s) if m.time_min_s else None
+        spread = float(m.time_max_s) / low if low else None
+        rows.append({"kind": "collective", "strategy": m.strategy, "mode": "", "ranks": m.ranks,
+                     "bytes": m.bytes, "local_batch": "",
+                     **judge(cal, m.strategy, int(m.ranks), float(m.bytes), float(m.time_avg_s),
+                             float(model.loc[key, "time_avg_s"]), spread, options)})
+    return rows
+
+
+def modelled_bench_rows(cal: Calibration, bench: pd.DataFrame, options: dict) -> list[dict]:
+    """The model's bench row for every measured (strategy, ranks, bytes) without one yet."""
+    if bench is None or bench.empty:
+        return []
+    keys = ["strategy", "ranks", "bytes"]
+    have = set(map(tuple, bench[bench.tag == "modelled"][keys].itertuples(index=False)))
+    rows = []
+    for strategy, ranks, nbytes in bench[bench.tag == "measured"][keys].drop_duplicates().itertuples(index=False):
+        if (strategy, ranks, nbytes) in have:
+            continue
+        try:
+            t = costmodel.sync_s(cal, strategy, int(ranks), float(nbytes), options)
+        except ValueError:
+            continue  # a strategy the model does not know: compared nowhere
+        algbw, busbw = costmodel.bandwidths_gbps(strategy, int(ranks), float(nbytes), t)
+        rows.append({"strategy": strategy, "ranks": int(ranks), "bytes": int(nbytes), "iterations": "",
+                     "time_min_s": t, "time_avg_s": t, "time_max_s": t, "algbw_gbps": algbw,
+                     "busbw_gbps": busbw, "errors": "", "tag": "modelled"})
+    return rows
+
+
+def comparison_frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)

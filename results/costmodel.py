@@ -1,0 +1,120 @@
+"""The alpha-beta-gamma cost model of the collectives and of a training step.
+
+A message of ``n`` bytes costs ``alpha + n*beta``; reducing ``n`` bytes
+locally costs ``n*gamma``. From these (calibrated in the same run, see
+:mod:`.calibrate`) the model predicts the time of one gradient
+synchronisation per strategy and of one training step, hence the step time
+and speedup for p = 1..P. It predicts; it never measures. Every figure it
+gives carries the assumptions below, which are data and are printed next to
+each modelled number.
+"""
+from __future__ import annotations
+
+import math
+
+from .calibrate import Calibration
+
+ASSUMPTIONS = (
+    "one core per rank (no time-sharing between ranks)",
+    "no overlap of computation and communication",
+    "uniform links: every pair of ranks has the same alpha and beta (one host, shared memory)",
+    "no stragglers: every rank arrives at the synchronisation at the same time",
+    "a rank sends or receives one message at a time on its link (full duplex)",
+    "ring: reduce-scatter then allgather over p segments per bucket",
+    "PS: the k servers are among the workers and a rank's own piece never travels",
+    "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above",
+    "a step = local compute (fixed + per-sample) + gradient sync + loss-statistics allgather",
+)
+NATIVE_SMALL_BYTES = 10 << 10
+
+
+def assumptions_text() -> str:
+    return "; ".join(ASSUMPTIONS)
+
+
+# ----------------------------------------------------------------------------- collectives
+def ring_s(cal: Calibration, p: int, nbytes: float, buckets: int = 1) -> float:
+    """2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n g, with the latency paid per bucket."""
+    if p <= 1:
+        return 0.0
+    share = (p - 1) / p
+    return (2 * (p - 1) * buckets * cal.alpha_s + 2 * share * nbytes * cal.beta_s_per_byte
+            + share * nbytes * cal.gamma_s_per_byte(nbytes))
+
+
+def ps_s(cal: Calibration, p: int, nbytes: float, shards: int = 1) -> float:
+    """PS with ``shards`` servers: each receives p-1 pieces of n/k, reduces, returns them.
+
+    The busiest link is a server's (p-1 pieces of n/k in and out) or a
+    worker's (k-1 remote pieces of n/k out and back), whichever moves more.
+    """
+    if p <= 1:
+        return 0.0
+    k = max(1, min(shards, p))
+    piece = nbytes / k
+    moved = max(p - 1, k - 1) * piece
+    return 2 * (p - 1) * cal.alpha_s + 2 * moved * cal.beta_s_per_byte + (p - 1) * piece * cal.gamma_s_per_byte(piece)
+
+
+def native_s(cal: Calibration, p: int, nbytes: float) -> float:
+    """MPI's own allreduce, modelled by the algorithms Open MPI picks by size."""
+    if p <= 1:
+        return 0.0
+    rounds = math.ceil(math.log2(p))
+    if nbytes <= NATIVE_SMALL_BYTES:
+        return rounds * (cal.alpha_s + nbytes * cal.beta_s_per_byte + nbytes * cal.gamma_s_per_byte(nbytes))
+    share = (p - 1) / p
+    return (2 * rounds * cal.alpha_s + 2 * share * nbytes * cal.beta_s_per_byte
+            + share * nbytes * cal.gamma_s_per_byte(nbytes))
+
+
+def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
+    """Predicted time of one synchronisation of ``nbytes`` over ``p`` ranks."""
+    options = options or {}
+    if strategy == "ring":
+        bucket = options.get("bucket_bytes") or nbytes
+        return ring_s(cal, p, nbytes, max(1, math.ceil(nbytes / max(bucket, 1))))
+    if strategy == "ps":
+        shards = options.get("ps_shards") or p  # 0: one shard per member
+        return ps_s(cal, p, nbytes, shards)
+    if strategy == "native":
+        return native_s(cal, p, nbytes)
+    raise ValueError(f"no cost model for strategy {strategy!r}")
+
+
+def latency_share(cal: Calibration, strategy: str, p: int, nbytes: float, options=None) -> float:
+    """Fraction of the predicted sync time spent on alpha terms (1.0: latency-bound)."""
+    total = sync_s(cal, strategy, p, nbytes, options)
+    if total <= 0:
+        return 0.0
+    no_alpha = Calibration(**{**cal.as_dict(), "alpha_s": 0.0})
+    return max(0.0, 1.0 - sync_s(no_alpha, strategy, p, nbytes, options) / total)
+
+
+def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tuple[float, float]:
+    """algbw = bytes/time; busbw = algbw * 2(p-1)/p, as nccl-tests reports all-reduce."""
+    if time_s <= 0:
+        return 0.0, 0.0
+    algbw = nbytes / time_s / 1e9
+    return algbw, algbw * (2 * (p - 1) / p if p > 1 else 0.0)
+
+
+# ----------------------------------------------------------------------------- training step
+def step_s(cal: Calibration, strategy: str, p: int, local_batch: float, nbytes: float,
+           options: dict | None = None) -> float:
+    """Predicted time of one training step on ``p`` ranks."""
+    loss_stats = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else 0.0
+    return cal.compute_s(local_batch) + sync_s(cal, strategy, p, nbytes, options) + loss_stats
+
+
+def speedup(cal: Calibration, strategy: str, p: int, nbytes: float, mode: str,
+            batch: int, options: dict | None = None) -> float:
+    """Predicted speedup over one rank.
+
+    strong: a global batch of ``batch`` samples split over p ranks, speedup t(1)/t(p);
+    weak: ``batch`` samples per rank, speedup in samples per second, p t(1)/t(p).
+    """
+    local = batch / p if mode == "strong" else batch
+    one = step_s(cal, strategy, 1, batch, nbytes, options)
+    many = step_s(cal, strategy, p, local, nbytes, options)
+    return one / many if mode == "strong" else p * one / many

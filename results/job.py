@@ -1,0 +1,71 @@
+"""The results layer's part of the main job: calibrate first, measure and report last.
+
+``start`` runs before the scenarios (so the calibration sees a quiet job);
+``finish`` runs after them and the benchmarks: it measures scaling, adds the
+model's rows beside every measured figure, compares the two and writes
+``scaling.csv``, ``comparison.csv``, the modelled rows of ``bench.csv``,
+the calibration in ``run.json`` and ``report.html``. Only rank 0 writes.
+"""
+from __future__ import annotations
+
+import csv
+import os
+
+import pandas as pd
+from mpi4py import MPI
+
+from . import scaling as scaling_mod
+from .calibrate import Calibration, calibrate
+from .compare import compare_collectives, compare_steps, comparison_frame, modelled_bench_rows
+from .report import build, read_csv
+from .scaling import SCALING_COLUMNS, ScalingPlan
+
+
+def model_options(config) -> dict:
+    return {"bucket_bytes": config.bucket_bytes, "ps_shards": config.ps_shards}
+
+
+def start(world: MPI.Comm, base, plan: ScalingPlan = ScalingPlan()) -> Calibration:
+    """Calibrate (every rank calls; every rank gets the same figures)."""
+    return calibrate(world, plan.config(base, base.strategy, plan.weak_batch))
+
+
+def append_rows(path: str, rows: list[dict]) -> None:
+    """Append rows under the file's existing header (columns it lacks are dropped)."""
+    if not rows:
+        return
+    with open(path, newline="") as fh:
+        header = next(csv.reader(fh), None)
+    with open(path, "a", newline="") as fh:
+        writer = csv.writer(fh)
+        for row in rows:
+            writer.writerow(["" if row.get(c) is None else row.get(c) for c in header])
+
+
+def model_bench(out_dir: str, cal: Calibration, options: dict) -> int:
+    """Add a modelled row to bench.csv for each measured one; returns how many."""
+    bench = read_csv(out_dir, "bench.csv")
+    rows = modelled_bench_rows(cal, bench, options)
+    append_rows(os.path.join(out_dir, "bench.csv"), rows)
+    return len(rows)
+
+
+def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strategies,
+           progress=None, plan: ScalingPlan = ScalingPlan()) -> None:
+    """Scaling, modelled rows, comparison and report (every rank calls)."""
+    from mpibench import runinfo
+
+    measured = scaling_mod.measure(world, base, strategies, backend, plan, progress)
+    if world.Get_rank() != 0:
+        return
+    options = model_options(base)
+    rows = measured + scaling_mod.modelled(cal, measured, options)
+    pd.DataFrame(rows, columns=SCALING_COLUMNS).to_csv(os.path.join(out_dir, "scaling.csv"), index=False)
+    model_bench(out_dir, cal, options)
+    bench = read_csv(out_dir, "bench.csv")
+    comparison = comparison_frame(compare_steps(cal, pd.DataFrame(rows), options)
+                                  + compare_collectives(cal, bench, options))
+    comparison.to_csv(os.path.join(out_dir, "comparison.csv"), index=False)
+    runinfo.update(out_dir, {"calibration": cal.as_dict(), "model_options": options,
+                             "scaling_plan": plan.__dict__})
+    build(out_dir)

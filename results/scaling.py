@@ -1,0 +1,159 @@
+"""Measured step time at p = 1, 2, 4, ... up to the world size, inside one job.
+
+Each point trains on a sub-communicator made of the first p ranks of the job,
+through the ordinary run path (:func:`mpibench.runner.run_scenario`, so the
+same :class:`~mpibench.worker.Trainer` loop, data, shards and seed as any run),
+while the other ranks sleep on a non-blocking barrier. The step times come from
+the trainer's own step records, kept in memory instead of a CSV.
+
+Strong scaling keeps the global batch fixed and splits it over p ranks; weak
+scaling keeps the per-rank batch fixed. The model here is larger than the
+scenarios' default so that computation, not Python overhead, fills a step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from mpi4py import MPI
+
+from .calibrate import blas_one_thread, idle_until_released
+
+SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
+                   "step_time_s", "step_time_p90_s", "sync_time_s", "speedup", "efficiency",
+                   "violations", "tag", "assumptions"]
+WARMUP_STEPS = 4
+
+
+@dataclass(frozen=True)
+class ScalingPlan:
+    """What the scaling measurement trains: model size, batches, steps."""
+
+    features: int = 64
+    hidden: int = 256
+    classes: int = 10
+    samples: int = 8192
+    weak_batch: int = 128  # per rank
+    strong_batch: int = 1024  # global
+    steps: int = 20
+
+    def config(self, base, strategy: str, local_batch: int):
+        return replace(base, strategy=strategy, scenario="none", features=self.features,
+                       hidden=self.hidden, classes=self.classes, samples=self.samples,
+                       batch_size=local_batch, steps=self.steps, check_every=10 ** 6)
+
+    def local_batch(self, mode: str, p: int) -> int:
+        return self.weak_batch if mode == "weak" else max(1, round(self.strong_batch / p))
+
+    def sync_bytes(self) -> int:
+        from mpibench.model import Shapes
+
+        return (Shapes(self.features, self.hidden, self.classes).n_params + 1) * 4
+
+
+def rank_counts(world_size: int) -> list[int]:
+    """1, 2, 4, ... below the world size, then the world size itself."""
+    counts, p = [], 1
+    while p < world_size:
+        counts.append(p)
+        p *= 2
+    return counts + [world_size]
+
+
+class _StepTimes:
+    """Stands in for a CSV log: keeps the step rows in memory."""
+
+    def __init__(self):
+        self.rows = []
+
+    def write(self, row: dict) -> None:
+        self.rows.append(row)
+
+    def close(self) -> None:
+        pass
+
+
+class MemoryRecords:
+    """The record set a scaling run writes into: steps kept, the rest dropped."""
+
+    def __init__(self):
+        self.steps, self.invariants, self.faults = _StepTimes(), _StepTimes(), _StepTimes()
+
+    def close(self) -> None:
+        pass
+
+
+def measure_point(world: MPI.Comm, config, p: int, backend) -> dict | None:
+    """Train ``config`` on the first ``p`` ranks; rank 0 gets the timing row, others None."""
+    from mpibench.runner import run_scenario
+
+    rank = world.Get_rank()
+    sub = world.Split(0 if rank < p else MPI.UNDEFINED, rank)
+    row = None
+    if sub != MPI.COMM_NULL:
+        records = MemoryRecords()
+        with blas_one_thread():
+            summary = run_scenario(config, sub, records, backend)
+        sub.Free()
+        if rank == 0:
+            row = _timing_row(records.steps.rows, summary)
+    idle_until_released(world)
+    return row
+
+
+def _timing_row(rows: list[dict], summary) -> dict:
+    kept = rows[WARMUP_STEPS:] or rows
+    step = np.array([r["step_time_s"] for r in kept])
+    sync = np.array([r["sync_time_s"] for r in kept])
+    return {"steps": len(kept), "step_time_s": float(np.median(step)),
+            "step_time_p90_s": float(np.percentile(step, 90)), "sync_time_s": float(np.median(sync)),
+            "violations": summary.violations}
+
+
+def measure(world: MPI.Comm, base, strategies, backend, plan: ScalingPlan = ScalingPlan(),
+            progress=None) -> list[dict]:
+    """Every (strategy, mode, p) point; rank 0 returns the rows, others []."""
+    rows = []
+    for strategy in strategies:
+        for mode in ("strong", "weak"):
+            for p in rank_counts(world.Get_size()):
+                local = plan.local_batch(mode, p)
+                if progress:
+                    progress(f"scaling {strategy} {mode} p={p} (batch {local} per rank)")
+                row = measure_point(world, plan.config(base, strategy, local), p, backend)
+                if row is not None:
+                    rows.append({"strategy": strategy, "mode": mode, "ranks": p, "local_batch": local,
+                                 "global_batch": local * p, "bytes": plan.sync_bytes(),
+                                 "tag": "measured", "assumptions": "", **row})
+    return add_speedups(rows)
+
+
+def add_speedups(rows: list[dict]) -> list[dict]:
+    """Speedup over p = 1 of the same strategy and mode (strong: t1/tp; weak: p t1/tp)."""
+    one = {(r["strategy"], r["mode"], r["tag"]): r["step_time_s"] for r in rows if r["ranks"] == 1}
+    for r in rows:
+        t1 = one.get((r["strategy"], r["mode"], r["tag"]))
+        if t1 is None or not r["step_time_s"]:
+            r["speedup"] = r["efficiency"] = None
+            continue
+        ratio = t1 / r["step_time_s"]
+        r["speedup"] = ratio if r["mode"] == "strong" else r["ranks"] * ratio
+        r["efficiency"] = r["speedup"] / r["ranks"]
+    return rows
+
+
+def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
+    """The model's row for every measured point (same strategy, mode, p and batch)."""
+    from . import costmodel
+
+    rows = []
+    for m in measured_rows:
+        if m["tag"] != "measured":
+            continue
+        predicted = costmodel.step_s(cal, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options)
+        sync = costmodel.sync_s(cal, m["strategy"], m["ranks"], m["bytes"], options)
+        rows.append({**{k: m[k] for k in ("strategy", "mode", "ranks", "local_batch", "global_batch",
+                                          "bytes")},
+                     "steps": "", "step_time_s": predicted, "step_time_p90_s": "", "sync_time_s": sync,
+                     "violations": "", "tag": "modelled", "assumptions": costmodel.assumptions_text()})
+    return add_speedups(rows)
