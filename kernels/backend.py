@@ -1,15 +1,26 @@
-"""The back-end interface and the choice between back-ends."""
+"""The back-end interface, and the choice between back-ends for ``--device``."""
 from __future__ import annotations
 
 from typing import Protocol
 
 import numpy as np
 
+from mpibench.config import UsageError
+
+DEVICES = ("cpu", "gpu", "auto")
+
+
+class DeviceUnavailable(UsageError, RuntimeError):
+    """``--device gpu`` where no GPU can be used: bad usage, reported in one line."""
+
 
 class Backend(Protocol):
     """What a strategy may do with a buffer, whatever memory it lives in."""
 
     name: str
+    xp: object  # the array module: numpy or cupy
+    transfer: object  # how MPI gets this back-end's buffers (see .transfer)
+    info: dict  # what run.json records about the choice
 
     def empty(self, length: int, dtype=np.float32): ...
 
@@ -26,32 +37,38 @@ class Backend(Protocol):
         """Write ``[grad_sum..., count]`` into the step buffer."""
 
     def apply_update(self, params, grad_sum, count, lr: float) -> None:
-        """``params -= lr * grad_sum / count`` in place; ``grad_sum`` is consumed."""
+        """``params -= lr * grad_sum / count`` in place; no update when ``count`` is 0.
+
+        ``grad_sum`` is consumed: its contents afterwards are unspecified.
+        """
 
     def synchronize(self) -> None: ...
 
 
 def select_backend(device: str = "cpu") -> Backend:
-    """The back-end for ``--device cpu|gpu|auto``.
+    """The back-end for ``--device cpu|gpu|auto``, with ``info`` saying what was chosen and why.
 
-    ``auto`` takes the GPU only when CuPy imports and a device is visible;
-    ``gpu`` without one is an error, never a silent fallback.
+    ``auto`` takes the GPU only when CuPy imports and a device is visible, and
+    records the reason when it does not. ``gpu`` without one raises
+    :class:`DeviceUnavailable`: never a silent fallback.
     """
     from .numpy_backend import NumpyBackend
 
-    if device == "cpu":
-        return NumpyBackend()
-    if device in ("gpu", "auto"):
-        try:
-            from .cupy_backend import CupyBackend, gpu_available
-        except ImportError as exc:
-            if device == "gpu":
-                raise RuntimeError(f"--device gpu needs CuPy: {exc}") from None
-            return NumpyBackend()
+    if device not in DEVICES:
+        raise UsageError(f"unknown device {device!r} (cpu, gpu or auto)")
+    reason = None
+    if device != "cpu":
+        from .cupy_backend import CupyBackend, gpu_available
+
         reason = gpu_available()
         if reason is None:
-            return CupyBackend()
+            backend = CupyBackend()
+            backend.info = {"requested": device, "backend": backend.name, "fallback": None,
+                            "transfer": backend.transfer.device_path, **backend.describe()}
+            return backend
         if device == "gpu":
-            raise RuntimeError(f"--device gpu: {reason}")
-        return NumpyBackend()
-    raise ValueError(f"unknown device {device!r} (cpu, gpu or auto)")
+            raise DeviceUnavailable(f"--device gpu: {reason}")
+    backend = NumpyBackend()
+    backend.info = {"requested": device, "backend": backend.name, "transfer": "host",
+                    "fallback": f"no GPU, using the CPU: {reason}" if reason else None}
+    return backend

@@ -1,14 +1,25 @@
-"""Host back-end: in-place NumPy operations on preallocated buffers."""
+"""Host back-end: in-place NumPy operations on preallocated buffers.
+
+Buffers are host memory, so MPI gets them as they are (the ``host`` transfer
+path). Each operation is one or a few in-place ufunc passes; the rounding of
+each step is what the CuPy kernels reproduce bit for bit.
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from mpibench.aggregate import mean_from_totals
 
+from .transfer import process_transfer
+
 
 class NumpyBackend:
     name = "numpy"
     xp = np
+
+    def __init__(self):
+        self.transfer = process_transfer()
+        self.info = {"requested": "cpu", "backend": self.name, "transfer": "host", "fallback": None}
 
     def empty(self, length: int, dtype=np.float32) -> np.ndarray:
         return np.empty(length, dtype=dtype)
@@ -30,6 +41,7 @@ class NumpyBackend:
         buf[-1] = count
 
     def apply_update(self, params: np.ndarray, grad_sum: np.ndarray, count, lr: float) -> None:
+        # Divide once by the global count (in place), then scale by lr and subtract.
         if mean_from_totals(grad_sum, count) is None:
             return  # nothing contributed: no update
         np.multiply(grad_sum, params.dtype.type(lr), out=grad_sum)
@@ -37,3 +49,6 @@ class NumpyBackend:
 
     def synchronize(self) -> None:
         pass
+
+    def describe(self) -> dict:
+        return {}

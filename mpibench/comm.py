@@ -7,6 +7,12 @@ Strategies learn about faults only through these exceptions. The fault
 injection wrapper in ``mpibench.faults`` wraps this class and keeps its
 interface.
 
+Device buffers (CuPy arrays) go through the process's transfer policy
+(:mod:`mpibench.kernels.transfer`): handed to MPI directly when the library is
+CUDA-aware, otherwise staged through pinned host buffers that are copied back
+to the device once the request has completed (in :meth:`Comm.wait`). Host
+buffers pass through untouched.
+
 Ranks have two names: the position in the current communicator (``rank``) and
 the stable worker id (``worker_ids[rank]``), which survives shrinking and is
 what records and invariants talk about.
@@ -57,8 +63,13 @@ class Comm:
     """Deadline-bounded buffer operations over an MPI communicator."""
 
     def __init__(self, mpi_comm: MPI.Comm, worker_ids: Sequence[int] | None = None,
-                 deadline_s: float = 60.0):
+                 deadline_s: float = 60.0, transfer=None):
+        from mpibench.kernels.transfer import process_transfer
+
         self.mpi = mpi_comm
+        self.transfer = transfer if transfer is not None else process_transfer()
+        # (request, done) for staged device buffers: run once the request has completed.
+        self._after: list = []
         self.rank = mpi_comm.Get_rank()
         self.size = mpi_comm.Get_size()
         self.worker_ids = tuple(worker_ids) if worker_ids is not None else tuple(range(self.size))
@@ -90,55 +101,72 @@ class Comm:
                     time.sleep(0 if spins < 1000 else 0.0002)
         except MPI.Exception as exc:
             raise translate(exc, [self.worker_ids[p] for p in peers]) from None
+        if self._after:
+            self._finish_staged(requests)
+
+    def _finish_staged(self, requests: list) -> None:
+        """Land the staged device buffers of the completed ``requests``.
+
+        After a failed wait nothing lands and the pinned buffers are not
+        reused: MPI may still write into a cancelled receive's buffer.
+        """
+        pending = []
+        for request, done in self._after:
+            if any(request is r for r in requests):
+                done()
+            else:
+                pending.append((request, done))
+        self._after = pending
 
     # -- point to point (data plane)
     def sendrecv(self, sendbuf, dest: int, recvbuf, source: int, tag: int = 0) -> None:
-        try:
-            requests = [self.mpi.Irecv(recvbuf, source, tag), self.mpi.Isend(sendbuf, dest, tag)]
-        except MPI.Exception as exc:
-            raise translate(exc, [self.worker_ids[dest], self.worker_ids[source]]) from None
+        requests = [self.irecv(recvbuf, source, tag), self.isend(sendbuf, dest, tag)]
         self.wait(requests, (dest, source))
 
     def send(self, buf, dest: int, tag: int = 0) -> None:
-        try:
-            request = self.mpi.Isend(buf, dest, tag)
-        except MPI.Exception as exc:
-            raise translate(exc, [self.worker_ids[dest]]) from None
-        self.wait([request], (dest,))
+        self.wait([self.isend(buf, dest, tag)], (dest,))
 
     def recv(self, buf, source: int, tag: int = 0) -> None:
-        try:
-            request = self.mpi.Irecv(buf, source, tag)
-        except MPI.Exception as exc:
-            raise translate(exc, [self.worker_ids[source]]) from None
-        self.wait([request], (source,))
+        self.wait([self.irecv(buf, source, tag)], (source,))
 
     def isend(self, buf, dest: int, tag: int = 0):
-        return self._start(self.mpi.Isend, buf, dest, tag)
+        return self._start(self.mpi.Isend, self.transfer.outgoing(buf), dest, tag)
 
     def irecv(self, buf, source: int, tag: int = 0):
-        return self._start(self.mpi.Irecv, buf, source, tag)
+        return self._start(self.mpi.Irecv, self.transfer.incoming(buf), source, tag)
 
-    def _start(self, call, buf, peer: int, tag: int):
+    def _start(self, call, staged, peer: int, tag: int):
+        buf, done = staged
         try:
-            return call(buf, peer, tag)
+            request = call(buf, peer, tag)
         except MPI.Exception as exc:
             raise translate(exc, [self.worker_ids[peer]]) from None
+        if done is not None:
+            self._after.append((request, done))
+        return request
 
     # -- collectives (data plane)
     def allreduce(self, sendbuf, recvbuf) -> None:
-        self._collective(self.mpi.Iallreduce, sendbuf, recvbuf, MPI.SUM)
+        send, sent = self.transfer.outgoing(sendbuf)
+        recv, landed = self.transfer.incoming(recvbuf)
+        self._collective(self.mpi.Iallreduce, (sent, landed), send, recv, MPI.SUM)
 
     def allgather(self, sendbuf, recvbuf) -> None:
-        self._collective(self.mpi.Iallgather, sendbuf, recvbuf)
+        send, sent = self.transfer.outgoing(sendbuf)
+        recv, landed = self.transfer.incoming(recvbuf)
+        self._collective(self.mpi.Iallgather, (sent, landed), send, recv)
 
     def bcast(self, buf, root: int) -> None:
-        self._collective(self.mpi.Ibcast, buf, root)
+        staged, landed = self.transfer.both(buf)
+        self._collective(self.mpi.Ibcast, (landed,), staged, root)
 
-    def _collective(self, call, *args) -> None:
+    def _collective(self, call, finish, *args) -> None:
         everyone = range(self.size)
         try:
             request = call(*args)
         except MPI.Exception as exc:
             raise translate(exc, [self.worker_ids[p] for p in everyone]) from None
         self.wait([request], everyone)
+        for done in finish:  # staged device buffers: release and land after completion
+            if done is not None:
+                done()

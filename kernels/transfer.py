@@ -1,0 +1,220 @@
+"""How a buffer that may live in GPU memory is handed to MPI.
+
+Host buffers (NumPy) always go to MPI as they are. A device buffer (anything
+exposing ``__cuda_array_interface__``, e.g. a CuPy array) takes one of two
+paths, decided once per process and never switched silently:
+
+``cuda-aware``
+    The MPI library reads and writes device memory itself. The buffer goes to
+    MPI directly, after the current CUDA stream is synchronised so that MPI
+    never races a kernel still writing (or reading) the buffer.
+``staged``
+    The MPI library only understands host memory. An outgoing device buffer is
+    copied into a pinned host buffer first; an incoming one is received into a
+    pinned host buffer and copied to the device once the request completes.
+    Pinned buffers come from a pool: allocated once per size, reused after, so
+    the steady state allocates nothing.
+
+Whether MPI is CUDA-aware is asked of the library (Open MPI's
+``MPIX_Query_cuda_support``, MPICH's ``MPIX_GPU_query_support``; mpi4py does
+not wrap either, so they are called through ``ctypes``) unless
+``MPIBENCH_CUDA_AWARE=0|1`` overrides it. The answer and how it was obtained
+go into ``run.json``, and the number of device buffers each path moved goes
+into the run's summary line.
+
+A transfer hands the communicator the buffer MPI should use and a ``done``
+callable (or ``None``) to run once the MPI request has completed.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from collections import Counter
+from typing import Callable
+
+import numpy as np
+
+HOST, CUDA_AWARE, STAGED = "host", "cuda-aware", "staged"
+OVERRIDE_ENV = "MPIBENCH_CUDA_AWARE"
+Done = Callable[[], None] | None
+
+
+def is_device(buf) -> bool:
+    """True for a GPU array (it exposes the CUDA array interface)."""
+    if isinstance(buf, (list, tuple)) and buf and hasattr(buf[0], "__cuda_array_interface__"):
+        # A [buffer, datatype] spec would hide the device pointer from the staging logic.
+        raise TypeError("pass device buffers to the communicator as arrays, not as [buffer, type] specs")
+    return hasattr(buf, "__cuda_array_interface__")
+
+
+# ----------------------------------------------------------------------------- detection
+def _loaded_mpi_library() -> ctypes.CDLL | None:
+    """The libmpi this process already loaded (through mpi4py), if it can be found."""
+    from mpi4py import MPI  # noqa: F401 - makes sure the library is loaded
+
+    paths = []
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "/libmpi" in line and ".so" in line})
+    except OSError:
+        pass
+    found = ctypes.util.find_library("mpi")
+    for path in [p for p in paths if "/libmpi.so" in p or "/libmpi_" in p] + ([found] if found else []):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+def cuda_aware_mpi() -> tuple[bool, str]:
+    """``(aware, probe)``: can MPI move device buffers, and how that was found out."""
+    forced = os.environ.get(OVERRIDE_ENV, "").strip()
+    if forced in ("0", "1"):
+        return forced == "1", f"{OVERRIDE_ENV}={forced} in the environment"
+    lib = _loaded_mpi_library()
+    if lib is not None and hasattr(lib, "MPIX_Query_cuda_support"):
+        query = lib.MPIX_Query_cuda_support
+        query.restype = ctypes.c_int
+        answer = query()
+        return answer == 1, f"MPIX_Query_cuda_support() returned {answer}"
+    if lib is not None and hasattr(lib, "MPIX_GPU_query_support"):
+        flag = ctypes.c_int(0)
+        lib.MPIX_GPU_query_support(ctypes.c_int(0), ctypes.byref(flag))  # 0: MPIX_GPU_SUPPORT_CUDA
+        return flag.value == 1, f"MPIX_GPU_query_support(CUDA) set {flag.value}"
+    return False, "the MPI library offers no CUDA-support query: assumed host-only"
+
+
+# ----------------------------------------------------------------------------- pinned pool
+class PinnedPool:
+    """Page-locked host buffers, reused by best fit; grows only when all are busy."""
+
+    ALIGN_BYTES = 4096
+
+    def __init__(self):
+        self._free: list[np.ndarray] = []  # uint8 arrays in pinned memory
+        self.allocated_bytes = 0
+
+    def reserve(self, nbytes: int, copies: int = 2) -> None:
+        """Make sure ``copies`` free buffers of at least ``nbytes`` exist (allocate now, not mid-step)."""
+        fitting = sum(1 for b in self._free if b.nbytes >= nbytes)
+        for _ in range(copies - fitting):
+            self._free.append(self._allocate(nbytes))
+
+    def take(self, nbytes: int) -> np.ndarray:
+        fitting = [i for i, b in enumerate(self._free) if b.nbytes >= nbytes]
+        if not fitting:
+            return self._allocate(nbytes)
+        best = min(fitting, key=lambda i: self._free[i].nbytes)
+        return self._free.pop(best)
+
+    def give(self, buf: np.ndarray) -> None:
+        self._free.append(buf)
+
+    def _allocate(self, nbytes: int) -> np.ndarray:
+        import cupyx
+
+        size = max(self.ALIGN_BYTES, -(-nbytes // self.ALIGN_BYTES) * self.ALIGN_BYTES)
+        self.allocated_bytes += size
+        return cupyx.empty_pinned(size, dtype=np.uint8)
+
+
+# ----------------------------------------------------------------------------- the policy
+class Transfer:
+    """Hands buffers to MPI: host ones as they are, device ones by ``device_path``."""
+
+    def __init__(self, device_path: str | None = None, probe: str = ""):
+        self._device_path = device_path
+        self._probe = probe
+        self.pool = PinnedPool()
+        self.moved = Counter()  # path -> device buffers handed to MPI that way
+
+    @property
+    def device_path(self) -> str:
+        """``cuda-aware`` or ``staged``; asked of the MPI library on first use."""
+        if self._device_path is None:
+            aware, self._probe = cuda_aware_mpi()
+            self._device_path = CUDA_AWARE if aware else STAGED
+        return self._device_path
+
+    def describe(self) -> dict:
+        path = self.device_path
+        return {"device_path": path, "cuda_aware": path == CUDA_AWARE, "probe": self._probe,
+                "pinned_bytes": self.pool.allocated_bytes}
+
+    def reserve(self, nbytes: int) -> None:
+        """Called when a device buffer is allocated: its staging space is made now."""
+        if self.device_path == STAGED:
+            self.pool.reserve(nbytes)
+
+    # -- the three directions. Each returns (what MPI gets, what to run after completion).
+    def outgoing(self, buf):
+        if not is_device(buf):
+            return buf, None
+        return self._outgoing_device(buf)
+
+    def incoming(self, buf):
+        if not is_device(buf):
+            return buf, None
+        return self._incoming_device(buf, copy_in=False)
+
+    def both(self, buf):
+        """A buffer MPI reads and then overwrites (``Bcast``)."""
+        if not is_device(buf):
+            return buf, None
+        return self._incoming_device(buf, copy_in=True)
+
+    def _outgoing_device(self, buf):
+        import cupy
+
+        if self.device_path == CUDA_AWARE:
+            self.moved[CUDA_AWARE] += 1
+            cupy.cuda.get_current_stream().synchronize()
+            return buf, None
+        self.moved[STAGED] += 1
+        pinned = self.pool.take(buf.nbytes)
+        host = _view(pinned, buf)
+        stream = cupy.cuda.get_current_stream()
+        buf.get(out=host, stream=stream, blocking=False)
+        stream.synchronize()  # MPI reads ``host`` as soon as the call is made
+        return host, lambda: self.pool.give(pinned)
+
+    def _incoming_device(self, buf, copy_in: bool):
+        import cupy
+
+        stream = cupy.cuda.get_current_stream()
+        if self.device_path == CUDA_AWARE:
+            self.moved[CUDA_AWARE] += 1
+            stream.synchronize()  # no kernel may still read the buffer MPI is about to write
+            return buf, None
+        self.moved[STAGED] += 1
+        pinned = self.pool.take(buf.nbytes)
+        host = _view(pinned, buf)
+        if copy_in:
+            buf.get(out=host, stream=stream, blocking=False)
+            stream.synchronize()
+
+        def land():
+            buf.set(host, stream=stream)
+            # The pinned buffer is free again only once the copy has read it.
+            stream.synchronize()
+            self.pool.give(pinned)
+
+        return host, land
+
+
+def _view(pinned: np.ndarray, like) -> np.ndarray:
+    """The first ``like.nbytes`` of a pinned byte buffer, typed and shaped like ``like``."""
+    return pinned[:like.nbytes].view(like.dtype).reshape(like.shape)
+
+
+_PROCESS_TRANSFER: Transfer | None = None
+
+
+def process_transfer() -> Transfer:
+    """The one transfer policy of this process (so counters and pinned memory are shared)."""
+    global _PROCESS_TRANSFER
+    if _PROCESS_TRANSFER is None:
+        _PROCESS_TRANSFER = Transfer()
+    return _PROCESS_TRANSFER
