@@ -1,0 +1,85 @@
+# Shared set-up for the mpibench Slurm jobs (sourced, never submitted).
+#
+# After `source jobs/common.sh` a job has:
+#   MPIBENCH_DIR     the project checkout (default: found from the submitted script)
+#   PY               the Python that has mpibench installed
+#   MPIBENCH_OUT     the root folder for results (default: $SLURM_SUBMIT_DIR/mpibench-results)
+#   mpibench_launch ARGS...   python -m mpibench ARGS on every task of the allocation
+#
+# Variables a user may set (sbatch --export or the environment at submit time):
+#   MPIBENCH_VENV    virtual environment with mpibench (default: $MPIBENCH_DIR/.venv;
+#                    when it does not exist, python3 from PATH, e.g. a site module)
+#   MPIBENCH_LAUNCH  mpirun (default: the embedded Open MPI from the venv, or the one on PATH)
+#                    or srun (srun --mpi=pmix: a site MPI built with PMIx support)
+#   MPIBENCH_MPIRUN_FLAGS  extra mpirun flags (default: --with-ft ulfm --oversubscribe)
+#
+# Fault scenarios need ULFM, which Open MPI offers only under `mpirun --with-ft ulfm`
+# (its documentation says direct launch with srun is not supported), so jobs that
+# kill ranks must keep MPIBENCH_LAUNCH=mpirun; inside an allocation mpirun takes its
+# slots from Slurm by itself.
+
+if [[ -z "${SLURM_JOB_ID:-}" ]]; then
+    echo "mpibench: error: submit this script with sbatch (SLURM_JOB_ID is not set)" >&2
+    exit 2
+fi
+
+mpibench_fail() {  # one line on stderr, exit status 2 (bad set-up, like bad usage)
+    echo "mpibench: error: $*" >&2
+    exit 2
+}
+
+: "${MPIBENCH_VENV:=$MPIBENCH_DIR/.venv}"
+if [[ -x "$MPIBENCH_VENV/bin/python" ]]; then
+    PY="$MPIBENCH_VENV/bin/python"
+    PATH="$MPIBENCH_VENV/bin:$PATH"
+else
+    PY="$(command -v python3)" || mpibench_fail "no $MPIBENCH_VENV/bin/python and no python3 on PATH"
+fi
+"$PY" -c "import mpibench" 2>/dev/null ||
+    mpibench_fail "$PY cannot import mpibench; set MPIBENCH_VENV or install the project"
+
+: "${MPIBENCH_OUT:=${SLURM_SUBMIT_DIR:-$PWD}/mpibench-results}"
+: "${MPIBENCH_LAUNCH:=mpirun}"
+: "${MPIBENCH_MPIRUN_FLAGS:=--with-ft ulfm --oversubscribe}"
+
+if [[ "$(id -u)" == 0 ]]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+# Slurm may advertise more CPUs than the node has cores (or a job may pack more
+# tasks than cores). Then pinning ranks to cores stacks them, and busy-polling
+# ranks starve each other: 2000 Allreduce calls on 8 ranks / 2 cores took 94 s
+# spinning and 0.26 s yielding. So: no binding, and idle ranks yield the CPU.
+mpibench_cores="$(nproc --all)"
+mpibench_slots="${SLURM_CPUS_ON_NODE:-${SLURM_NTASKS:-1}}"
+if (( mpibench_slots > mpibench_cores )); then
+    export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
+    MPIBENCH_MPIRUN_FLAGS="--bind-to none $MPIBENCH_MPIRUN_FLAGS"
+fi
+
+MPIRUN="$(command -v mpirun || true)"
+# Jobs that `mpibench sweep` starts use the same launcher and flags.
+export MPIBENCH_MPIEXEC="${MPIBENCH_MPIEXEC:-$MPIRUN $MPIBENCH_MPIRUN_FLAGS}"
+export PYTHONUNBUFFERED=1
+
+mpibench_launch() {  # python -m mpibench "$@" on the allocation's tasks (or -n N first)
+    local ntasks="$SLURM_NTASKS"
+    if [[ "${1:-}" == -n ]]; then ntasks="$2"; shift 2; fi
+    case "$MPIBENCH_LAUNCH" in
+        mpirun)
+            [[ -n "$MPIRUN" ]] || mpibench_fail "no mpirun on PATH (MPIBENCH_LAUNCH=mpirun)"
+            # shellcheck disable=SC2086  # the flags are a word list
+            "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS -n "$ntasks" "$PY" -m mpibench "$@" ;;
+        srun)
+            srun --mpi=pmix --ntasks="$ntasks" "$PY" -m mpibench "$@" ;;
+        *)
+            mpibench_fail "MPIBENCH_LAUNCH must be mpirun or srun, not '$MPIBENCH_LAUNCH'" ;;
+    esac
+}
+
+mpibench_banner() {  # where and how this job runs, for the job log
+    echo "mpibench job $SLURM_JOB_ID: ${SLURM_NTASKS:-?} tasks on ${SLURM_JOB_NODELIST:-?}" \
+         "(${mpibench_slots} CPUs advertised, ${mpibench_cores} cores here)"
+    echo "  launcher: $MPIBENCH_LAUNCH  python: $PY"
+    echo "  output:   $1"
+}

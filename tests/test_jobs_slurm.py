@@ -1,0 +1,159 @@
+"""The Slurm job scripts in ``jobs/``, submitted to a real throw-away Slurm cluster.
+
+One single-node cluster (munge + slurmctld + slurmd, see ``slurm_cluster.py``)
+serves the whole module; every script is submitted with ``sbatch --wait`` at 4
+and 8 tasks and judged by its exit status and the CSVs it leaves. Scripts are
+submitted by absolute path from a folder outside the checkout, so they must
+find the project by themselves.
+
+Without Slurm these tests skip with the reason; under ``CI=true`` a missing
+Slurm fails them instead, so CI can never pass by skipping.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import slurm_cluster
+
+ROOT = Path(__file__).resolve().parent.parent
+JOBS = ROOT / "jobs"
+SCRIPTS = sorted(JOBS.glob("*.sbatch")) + [JOBS / "common.sh"]
+SMALL = ["--steps", "5"]  # a short run is enough to see outputs and exit codes
+
+
+def read_csv(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ---------------------------------------------------------------- without Slurm
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_script_parses_and_is_strict(script):
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    text = script.read_text()
+    if script.suffix == ".sbatch":
+        assert "set -euo pipefail" in text
+        assert text.startswith("#!/usr/bin/env bash\n# "), "header comment says what it runs"
+    assert "/work/" not in text and "/home/" not in text, "no paths of one machine"
+
+
+def write_part(folder: Path, rows: list[dict], status: int | None = 0) -> Path:
+    folder.mkdir(parents=True)
+    with (folder / "sweep.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    if status is not None:
+        (folder / "exit_status").write_text(f"{status}\n")
+    return folder
+
+
+def merge(tmp_path: Path, *parts: Path, expect: int | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(JOBS / "merge_parts.py"), "--name", "sweep.csv", "--out",
+           str(tmp_path), "--fail-column", "violations", "--show-column", "replay"]
+    cmd += ["--expect", str(expect)] if expect is not None else []
+    return subprocess.run(cmd + [str(p) for p in parts], capture_output=True, text=True)
+
+
+def test_merge_concatenates_slices_with_their_names(tmp_path):
+    a = write_part(tmp_path / "slice-0", [{"case": "0", "violations": "0", "replay": "r0"}])
+    b = write_part(tmp_path / "slice-1", [{"case": "1", "violations": "0", "replay": "r1"},
+                                          {"case": "2", "violations": "0", "replay": "r2"}])
+    done = merge(tmp_path, a, b, expect=2)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = read_csv(tmp_path / "sweep.csv")
+    assert [(r["part"], r["case"]) for r in rows] == [("slice-0", "0"), ("slice-1", "1"),
+                                                      ("slice-1", "2")]
+
+
+@pytest.mark.parametrize("defect", ["violation", "failed task", "missing csv", "missing slice"])
+def test_merge_fails_on_any_bad_slice(tmp_path, defect):
+    good = write_part(tmp_path / "slice-0", [{"case": "0", "violations": "0", "replay": "r0"}])
+    bad_rows = [{"case": "1", "violations": "3" if defect == "violation" else "0",
+                 "replay": "mpirun ... --seed 1"}]
+    bad = write_part(tmp_path / "slice-1", bad_rows, status=1 if defect == "failed task" else 0)
+    if defect == "missing csv":
+        (bad / "sweep.csv").unlink()
+    parts = [good] if defect == "missing slice" else [good, bad]
+    done = merge(tmp_path, *parts, expect=2)
+    assert done.returncode == 1, done.stdout + done.stderr
+    if defect == "violation":
+        assert "mpirun ... --seed 1" in done.stdout, "the replay command is printed"
+
+
+# ---------------------------------------------------------------- the cluster
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    reason = slurm_cluster.missing()
+    if reason:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but no Slurm test cluster can start: {reason}")
+        pytest.skip(reason)
+    with slurm_cluster.SlurmCluster(tmp_path_factory.mktemp("slurm"), cpus=8) as running:
+        yield running
+
+
+@pytest.fixture
+def submit(cluster, tmp_path):
+    """``submit(script, *args, tasks=N, env={...})``: sbatch --wait from a folder outside the checkout."""
+    def run(script: str, *args: str, tasks: int = 4, env: dict | None = None,
+            options: tuple[str, ...] = ()) -> slurm_cluster.Submitted:
+        job_env = {"MPIBENCH_OUT": str(tmp_path / "results"), **(env or {})}
+        return cluster.sbatch(JOBS / script, *args, workdir=tmp_path, env=job_env,
+                              options=[f"--ntasks={tasks}", *options])
+
+    run.results = tmp_path / "results"
+    return run
+
+
+def check_run_folder(out: Path, ranks: int, ulfm: bool) -> None:
+    """The folder a passing run leaves: steps, every check passed, run.json saying how it ran."""
+    assert len(read_csv(out / "steps.csv")) >= 5
+    checks = read_csv(out / "invariants.csv")
+    assert checks and {c["passed"] for c in checks} == {"true"}
+    info = json.loads((out / "run.json").read_text())
+    assert info["ranks"] == ranks
+    assert info["ulfm"]["active"] is ulfm
+
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("tasks", [4, 8])
+def test_main_job_with_embedded_mpirun(submit, tasks):
+    job = submit("mpibench.sbatch", *SMALL, tasks=tasks)
+    assert job.returncode == 0, job.text
+    out = submit.results / f"mpibench-{job.job_id}"
+    check_run_folder(out, tasks, ulfm=True)
+    assert f"{tasks} tasks" in job.log and "launcher: mpirun" in job.log
+
+
+@pytest.mark.slurm
+def test_main_job_with_srun_pmix(submit):
+    """The site-MPI route: direct launch by srun --mpi=pmix (a fault-free run: no ULFM there)."""
+    job = submit("mpibench.sbatch", "run", "--strategy", "native", *SMALL, tasks=4,
+                 env={"MPIBENCH_LAUNCH": "srun"})
+    assert job.returncode == 0, job.text
+    check_run_folder(submit.results / f"mpibench-{job.job_id}", 4, ulfm=False)
+    assert "launcher: srun" in job.log
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("launch", ["mpirun", "srun"])
+def test_failing_suite_fails_the_job(submit, launch):
+    job = submit("mpibench.sbatch", "run", "--steps", "-3", tasks=4, env={"MPIBENCH_LAUNCH": launch})
+    assert job.returncode != 0, job.text
+    assert "mpibench: error:" in job.log
+
+
+@pytest.mark.slurm
+def test_bad_launcher_is_a_one_line_error(submit):
+    job = submit("mpibench.sbatch", *SMALL, tasks=4, env={"MPIBENCH_LAUNCH": "aprun"})
+    assert job.returncode == 2, job.text
+    assert "MPIBENCH_LAUNCH must be mpirun or srun" in job.log
