@@ -154,14 +154,54 @@ def main(ctx, **kw):
 @click.option("--strategy", default="native", show_default=True, help="ring, ps or native")
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")
+@click.option("--mutant", default=None, hidden=True,
+              help="self-test only: run a known-bad reduction (see mpibench.mutants)")
 @run_options
-def run(strategy, scenario, **kw):
+def run(strategy, scenario, mutant, **kw):
     """One scenario under one strategy (under mpirun)."""
     from .suite import single_run
 
+    if mutant is not None:
+        from .mutants import install
+
+        try:
+            install(mutant)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     out = kw["out"]
     config = config_from(strategy, scenario, **kw)
     sys.exit(_guarded(lambda: single_run(config, out)))
+
+
+@main.command()
+@click.option("--seeds", type=int, default=10, show_default=True, help="seeds per worker count and strategy")
+@click.option("--workers", default="2,3,5,8", show_default=True, help="worker counts, comma-separated")
+@click.option("--strategies", default="ring,ps", show_default=True, help="strategies, comma-separated")
+@click.option("--steps", type=int, default=10, show_default=True, help="training steps per case")
+@click.option("--jobs", type=int, default=1, show_default=True, help="cases run at the same time")
+@click.option("--out", type=click.Path(file_okay=False), default="mpibench-sweep", show_default=True,
+              help="output folder: sweep.csv, findings.csv, one folder per case")
+@click.option("--mpiexec", default=None,
+              help="launcher for the cases [default: $MPIBENCH_MPIEXEC, else mpirun]")
+@click.option("--first-seed", type=int, default=0, show_default=True, help="seeds run from here")
+@click.option("--case-deadline", type=float, default=180.0, show_default=True,
+              help="seconds before a case's job is killed and recorded as hung")
+@click.option("--shrink-runs", type=int, default=30, show_default=True,
+              help="most jobs spent shrinking each violating case (0: no shrinking)")
+@click.option("--mutant", default=None, hidden=True, help="self-test only: every case runs this mutant")
+def sweep(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed, case_deadline, shrink_runs,
+          mutant):
+    """Random fault schedules over seeds x workers x strategies (launches its own jobs).
+
+    Each case is one MPI job; sweep.csv gets one row per case with its
+    violations and the exact command that replays it. Exit 0 when every case
+    held every invariant, 1 otherwise.
+    """
+    from .sweep import sweep_command
+
+    extra = ("--mutant", mutant) if mutant else ()
+    sys.exit(sweep_command(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed,
+                           case_deadline, shrink_runs, extra))
 
 
 @main.command()

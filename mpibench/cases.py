@@ -1,0 +1,117 @@
+"""One sweep case: a seeded fault schedule run as one MPI job, and its verdict.
+
+A case is (seed, workers, strategy, recovery, steps, schedule). It is written
+to a folder as ``schedule.toml`` and run with ``run --scenario FILE.toml``, so
+the exact command that replays it is an ordinary ``run`` command line. Its
+outcome is read back from the job's CSVs: a row for ``sweep.csv`` whose
+columns, the ``_s`` ones aside, depend only on the case.
+"""
+from __future__ import annotations
+
+import csv
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .launch import JobResult, mpibench_command, run_job
+
+OK, VIOLATION, CRASH, HANG = "ok", "violation", "crash", "hang"
+
+
+@dataclass(frozen=True)
+class Case:
+    case_id: str
+    seed: int
+    workers: int
+    strategy: str
+    recovery: str
+    steps: int
+    schedule: object  # mpibench.faults.schedule.Schedule
+    extra: tuple[str, ...] = ()  # further ``run`` options (the self-test's --mutant, data sizes)
+
+    def run_args(self, schedule_path: Path, out_dir: Path) -> list[str]:
+        return ["run", "--strategy", self.strategy, "--scenario", str(schedule_path),
+                "--steps", str(self.steps), "--seed", str(self.seed), "--recovery", self.recovery,
+                *self.extra, "--out", str(out_dir)]
+
+
+@dataclass
+class Outcome:
+    """What a case's job did, as one ``sweep.csv`` row plus the evidence of a crash."""
+
+    case: Case
+    outcome: str
+    steps: int
+    checks: int
+    violations: int
+    first_violation: str  # "STEP INVARIANT", or what went wrong with the job
+    first_invariant: str | None
+    replay: str
+    job: JobResult
+    faults_injected: dict = field(default_factory=dict)  # kind -> count from faults.csv
+    minimal: str = ""
+
+    def row(self) -> dict:
+        c = self.case
+        return {"case": c.case_id, "seed": c.seed, "workers": c.workers, "strategy": c.strategy,
+                "recovery": c.recovery, "faults": fault_text(c.schedule), "steps": self.steps,
+                "checks": self.checks, "violations": self.violations,
+                "first_violation": self.first_violation, "replay": self.replay,
+                "outcome": self.outcome, "minimal_replay": self.minimal,
+                "case_time_s": round(self.job.wall_s, 3)}
+
+
+def fault_text(schedule) -> str:
+    """The schedule's events in one line, without its name."""
+    text = schedule.summary()
+    return text.split(": ", 1)[1] if ": " in text else text
+
+
+def write_case(case: Case, folder: Path) -> Path:
+    """Write the case's schedule as TOML into ``folder``; the path to give ``--scenario``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "schedule.toml"
+    path.write_text(case.schedule.to_toml())
+    return path
+
+
+def replay_command(mpiexec: list[str], case: Case, folder: Path, out_name: str = "replay") -> str:
+    args = case.run_args(folder / "schedule.toml", folder / out_name)
+    return shlex.join(mpibench_command(mpiexec, case.workers, args))
+
+
+def run_case(case: Case, folder: Path, mpiexec: list[str], deadline_s: float) -> Outcome:
+    """Run one case as one MPI job in ``folder`` and read its verdict."""
+    schedule_path = write_case(case, folder)
+    out_dir = folder / "run"
+    cmd = mpibench_command(mpiexec, case.workers, case.run_args(schedule_path, out_dir))
+    job = run_job(cmd, folder, deadline_s)
+    return judge(case, out_dir, job, replay_command(mpiexec, case, folder))
+
+
+def read_rows(path: Path) -> list[dict]:
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError:
+        return []
+
+
+def judge(case: Case, out_dir: Path, job: JobResult, replay: str) -> Outcome:
+    """The case's outcome from its CSVs and exit status; a broken job is a finding, not a pass."""
+    steps = read_rows(out_dir / "steps.csv")
+    checks = read_rows(out_dir / "invariants.csv")
+    bad = [r for r in checks if r["passed"] != "true"]
+    injected: dict[str, int] = {}
+    for row in read_rows(out_dir / "faults.csv"):
+        injected[row["kind"]] = injected.get(row["kind"], 0) + 1
+    first = f"{bad[0]['step']} {bad[0]['invariant']}" if bad else ""
+    invariant = bad[0]["invariant"] if bad else None
+    if job.hung:
+        outcome, first = HANG, f"hung: no exit within {job.wall_s:.0f} s"
+    elif job.returncode not in (0, 1) or (job.returncode == 1) != bool(bad):
+        outcome, first = CRASH, f"job exited {job.returncode}" + (f" after {first}" if first else "")
+    else:
+        outcome = VIOLATION if bad else OK
+    return Outcome(case, outcome, len(steps), len(checks), len(bad), first, invariant, replay, job,
+                   injected)

@@ -1,0 +1,256 @@
+"""Known-bad reductions ("mutants") that the self-test feeds to the checker.
+
+Each mutant is a sync strategy with one deliberate mistake, plugged in
+through the ordinary :class:`~mpibench.sync.base.SyncStrategy` interface (or,
+for the recovery mistakes, a :class:`~mpibench.worker.Trainer` subclass). None
+of them is registered in :data:`mpibench.sync.STRATEGIES`, so no production
+command line can select one: only ``run --mutant NAME`` (hidden) installs one,
+in that process only, via :func:`install`.
+
+The arithmetic mistakes are mixins over any production strategy class, so the
+same mistake can be tried under native, ring or PS:
+
+* ``unweighted``: plain mean of the per-worker mean gradients;
+* ``numerator-only``: gradient sums weighted by count, but divided by the number
+  of replicas times the nominal batch size, as if every batch were full;
+* ``variance-within``: loss variance pooled from per-worker variances only,
+  without the spread between the workers' means.
+
+The placement mistakes need a segmented reduction, so they live on
+:class:`MiniRing`, a small ring all-reduce written here that places every
+received segment by its global offset, exactly like a correct ring:
+
+* ``offset-blind``: all-gathered segments concatenated in arrival order;
+* ``bounds-only``: an off-by-one segment plan whose overlapping pieces are
+  written by offset, checked only against the buffer's bounds.
+
+The recovery mistakes (``dead-leak``, ``stale-rejoin``, ``double-apply``) need
+fault injection; they are a strategy mixin and :class:`~mpibench.worker.Trainer`
+overrides at the end of this module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .comm import CommError
+from .sync.base import Reduction, SyncStrategy
+
+
+# ---------------------------------------------------------------------------- weighting mistakes
+class UnweightedMixin:
+    """Every contributing replica's mean gradient weighs the same."""
+
+    def synchronize(self, params, grad_sum, count, lr):
+        # Ship the local *mean*; the count still travels so the effective batch is right.
+        mean = grad_sum / np.float32(count) if count else np.zeros_like(grad_sum)
+        self.backend.pack(self.buffer, mean, count)
+        reduction = self.reduce(self.buffer)
+        replicas = len(reduction.contributing)
+        self.backend.apply_update(params, self.buffer[:-1], replicas, lr)
+        return reduction
+
+
+class NumeratorOnlyMixin:
+    """Count-weighted numerator, divided by replicas x the nominal batch size."""
+
+    nominal_batch = 1
+
+    def synchronize(self, params, grad_sum, count, lr):
+        self.backend.pack(self.buffer, grad_sum, count)
+        reduction = self.reduce(self.buffer)
+        divisor = len(reduction.contributing) * self.nominal_batch
+        self.backend.apply_update(params, self.buffer[:-1], divisor, lr)
+        return reduction
+
+
+class VarianceWithinMixin:
+    """Pools per-worker variances, forgetting the between-worker term."""
+
+    def loss_moments(self, rows: np.ndarray):
+        rows = rows[rows[:, 0] > 0]
+        if len(rows) == 0:
+            return None
+        counts = rows[:, 0]
+        means = rows[:, 1] / counts
+        within = rows[:, 2] / counts - means**2
+        total = counts.sum()
+        return float(rows[:, 1].sum() / total), float((counts * within).sum() / total)
+
+
+# ---------------------------------------------------------------------------- a small ring
+def even_plan(length: int, parts: int) -> list[tuple[int, int]]:
+    """``(offset, length)`` of ``parts`` contiguous segments covering ``[0, length)``."""
+    bounds = np.linspace(0, length, parts + 1).astype(int)
+    return [(int(lo), int(hi - lo)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+class MiniRing(SyncStrategy):
+    """Ring all-reduce (reduce-scatter, then all-gather) with offset placement.
+
+    A correct reference ring for the placement mutants; subclasses change
+    only :meth:`plan` or :meth:`gather_into`.
+    """
+
+    name = "mini-ring"
+
+    def __init__(self, comm, backend, n_params, options=None):
+        super().__init__(comm, backend, n_params, options)
+        self._incoming = backend.zeros(n_params + 1)
+
+    def plan(self, length: int, parts: int) -> list[tuple[int, int]]:
+        return even_plan(length, parts)
+
+    def reduce(self, buf) -> Reduction:
+        p, r = self.comm.size, self.comm.rank
+        segments = self.plan(len(buf), p)
+        if p == 1:
+            return Reduction(self.comm.worker_ids, segments, len(buf))
+        right, left = (r + 1) % p, (r - 1) % p
+        for t in range(p - 1):  # reduce-scatter: segment (r-t-1) accumulates here
+            send_off, send_len = segments[(r - t) % p]
+            recv_off, recv_len = segments[(r - t - 1) % p]
+            incoming = self._incoming[:recv_len]
+            self.comm.sendrecv(buf[send_off:send_off + send_len].copy(), right, incoming, left, tag=100 + t)
+            self.backend.accumulate(buf[recv_off:recv_off + recv_len], incoming)
+        arrivals = []  # all-gather: rank r now owns the total of segment (r+1)
+        for t in range(p - 1):
+            send_off, send_len = segments[(r + 1 - t) % p]
+            source = arrivals[-1][1] if arrivals else buf[send_off:send_off + send_len].copy()
+            recv_index = (r - t) % p
+            recv_off, recv_len = segments[recv_index]
+            incoming = self.backend.zeros(recv_len)
+            self.comm.sendrecv(source, right, incoming, left, tag=200 + t)
+            arrivals.append(((recv_off, recv_len), incoming))
+        own_off, own_len = segments[(r + 1) % p]
+        own = ((own_off, own_len), buf[own_off:own_off + own_len].copy())
+        pieces = self.gather_into(buf, own, arrivals)
+        return Reduction(self.comm.worker_ids, pieces, len(buf))
+
+    def gather_into(self, buf, own, arrivals) -> list[tuple[int, int]]:
+        """Write the all-gathered segments into ``buf`` by global offset."""
+        for (offset, length), values in arrivals:
+            buf[offset:offset + length] = values
+        return [own[0]] + [seg for seg, _ in arrivals]
+
+
+class OffsetBlindRing(MiniRing):
+    """Concatenates the segments in the order they arrived, offsets ignored."""
+
+    name = "offset-blind"
+
+    def gather_into(self, buf, own, arrivals):
+        pieces, cursor = [], 0
+        for _, values in [own] + arrivals:
+            buf[cursor:cursor + len(values)] = values
+            pieces.append((cursor, len(values)))
+            cursor += len(values)
+        return pieces
+
+
+class BoundsOnlyRing(MiniRing):
+    """Off-by-one plan: each segment runs one element into the next.
+
+    The overlapping pieces are written by offset and only checked against the
+    buffer's bounds, so the overlap goes through instead of being rejected.
+    """
+
+    name = "bounds-only"
+
+    def plan(self, length, parts):
+        plan = even_plan(length, parts)
+        return [(o, min(n + 1, length - o)) for o, n in plan]
+
+
+# ---------------------------------------------------------------------------- catalogue
+MIXINS = {"unweighted": UnweightedMixin, "numerator-only": NumeratorOnlyMixin,
+          "variance-within": VarianceWithinMixin}
+RINGS = {"offset-blind": OffsetBlindRing, "bounds-only": BoundsOnlyRing, "mini-ring": MiniRing}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    mistake: str
+    weighting: bool = False  # only visible when batch sizes differ
+    needs_faults: bool = False
+
+
+MUTANTS = {m.name: m for m in [
+    Mutant("unweighted", "plain mean of per-worker mean gradients", weighting=True),
+    Mutant("numerator-only", "count-weighted sums divided by replicas x nominal batch", weighting=True),
+    Mutant("variance-within", "loss variance without the between-worker term"),
+    Mutant("offset-blind", "ring segments concatenated in arrival order"),
+    Mutant("bounds-only", "overlapping ring pieces written, only bounds checked"),
+    Mutant("dead-leak", "a dead rank's partial sum left in the redone step", needs_faults=True),
+    Mutant("stale-rejoin", "a respawned or healed rank rejoins with stale parameters", needs_faults=True),
+    Mutant("double-apply", "a redone step applied on top of the aborted one", needs_faults=True),
+]}
+
+
+def strategy_factory(mutant: str, batch_size: int):
+    """A drop-in for :func:`mpibench.sync.make_strategy` that builds the mutant."""
+    from .sync import STRATEGIES, make_strategy
+
+    def build(name, comm, backend, n_params, options=None):
+        if mutant in RINGS:
+            return RINGS[mutant](comm, backend, n_params, options)
+        if mutant == "dead-leak":  # the mini ring sums into the step buffer as it goes
+            return type("DeadLeakRing", (DeadLeakMixin, MiniRing), {})(comm, backend, n_params, options)
+        if mutant not in MIXINS:
+            return make_strategy(name, comm, backend, n_params, options)
+        base = RINGS["mini-ring"] if name == "mini-ring" else STRATEGIES[name]
+        cls = type(f"{MIXINS[mutant].__name__}{base.__name__}", (MIXINS[mutant], base),
+                   {"nominal_batch": batch_size})
+        return cls(comm, backend, n_params, options)
+
+    return build
+
+
+# ---------------------------------------------------------------------------- recovery mistakes
+_LEAK: dict[str, np.ndarray] = {}
+
+
+class DeadLeakMixin:
+    """Keeps what an aborted reduction had already summed and adds it to the redo.
+
+    The survivor's own share of the aborted buffer is taken out again, so what
+    leaks is exactly what the reduction had received from others, the dead
+    rank's partial contribution among it.
+    """
+
+    def synchronize(self, params, grad_sum, count, lr):
+        self.backend.pack(self.buffer, grad_sum, count)
+        own = self.buffer.copy()
+        leak = _LEAK.pop("received", None)
+        if leak is not None:
+            np.add(self.buffer, leak, out=self.buffer)
+        try:
+            reduction = self.reduce(self.buffer)
+        except CommError:
+            _LEAK["received"] = self.buffer - own
+            raise
+        self.backend.apply_update(params, self.buffer[:-1], self.buffer[-1], lr)
+        return reduction
+
+
+# ---------------------------------------------------------------------------- installing one
+def install(mutant: str) -> None:
+    """Make this process's runs use ``mutant`` (the hidden ``run --mutant``).
+
+    The runner builds its trainer through ``mpibench.runner.Trainer``; that one
+    name is replaced by a subclass carrying the mutant, in this process only.
+    """
+    from . import runner, worker
+
+    if mutant not in MUTANTS and mutant != "mini-ring":
+        raise ValueError(f"unknown mutant {mutant!r} (choose from {', '.join(MUTANTS)})")
+    base = worker.Trainer
+
+    class MutantTrainer(base):
+        def __init__(self, config, *args, **kw):
+            kw["strategy_factory"] = strategy_factory(mutant, config.batch_size)
+            super().__init__(config, *args, **kw)
+
+    runner.Trainer = MutantTrainer

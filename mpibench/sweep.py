@@ -1,0 +1,212 @@
+"""The randomized fault sweep: many seeded schedules, one MPI job each.
+
+The plan is every (seed, workers, strategy) triple; the schedule of a case is
+``random_schedule(seed, workers, steps)`` and its recovery policy alternates
+with the seed, so both policies meet every worker count. Cases run ``--jobs``
+at a time. ``sweep.csv`` is rewritten in plan order after every finished
+case, so an interrupted sweep keeps what it has; a job that crashes, hangs
+past its deadline or exits with an unexpected status is a finding with its
+stderr tail in ``findings.csv``, never a dropped row. After the plan, each
+violating case is shrunk (:mod:`mpibench.minimise`) and its minimal replay
+command is printed beside the original.
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import click
+
+from .cases import CRASH, HANG, OK, VIOLATION, Case, Outcome, run_case
+from .launch import launcher_argv, mpibench_command
+from .minimise import Candidate, shrink
+from .progress import Progress
+from .records import SWEEP_COLUMNS, CsvLog
+
+RECOVERIES = ("shrink", "respawn")
+SWEEP_EXTRA_COLUMNS = ["outcome", "minimal_replay", "case_time_s"]
+FINDING_COLUMNS = ["case", "outcome", "first_violation", "exit_status", "stderr_tail", "replay"]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    seeds: int
+    workers: tuple[int, ...]
+    strategies: tuple[str, ...]
+    steps: int
+    first_seed: int = 0
+    extra: tuple[str, ...] = ()  # further ``run`` options for every case
+
+    def cases(self) -> list[Case]:
+        from mpibench.faults import random_schedule
+
+        plan = []
+        for seed in range(self.first_seed, self.first_seed + self.seeds):
+            for workers in self.workers:
+                schedule = random_schedule(seed, workers, self.steps)
+                for strategy in self.strategies:
+                    plan.append(Case(f"s{seed}-n{workers}-{strategy}", seed, workers, strategy,
+                                     RECOVERIES[seed % 2], self.steps, schedule, self.extra))
+        return plan
+
+
+@dataclass
+class SweepSettings:
+    out: Path
+    mpiexec: list[str]
+    jobs: int = 1
+    case_deadline_s: float = 180.0
+    shrink_runs: int = 30
+
+
+# ---------------------------------------------------------------------------- running
+def run_sweep(plan: SweepPlan, settings: SweepSettings, stream=None) -> list[Outcome]:
+    """Run every case of ``plan``; write sweep.csv and findings.csv; shrink violations."""
+    stream = stream or sys.stderr
+    cases = plan.cases()
+    settings.out.mkdir(parents=True, exist_ok=True)
+    progress = Progress(len(cases), stream)
+    done: dict[int, Outcome] = {}
+    with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
+        futures = {pool.submit(_run_one, case, settings): i for i, case in enumerate(cases)}
+        for future in as_completed(futures):
+            outcome = future.result()
+            done[futures[future]] = outcome
+            progress.advance(outcome.outcome != OK)
+            write_tables([done[i] for i in sorted(done)], settings.out)
+    progress.finish()
+    outcomes = [done[i] for i in range(len(cases))]
+    for outcome in outcomes:
+        if outcome.outcome == VIOLATION:
+            minimise_case(outcome, settings, stream)
+    write_tables(outcomes, settings.out)
+    return outcomes
+
+
+def _run_one(case: Case, settings: SweepSettings) -> Outcome:
+    return run_case(case, case_folder(settings.out, case), settings.mpiexec, settings.case_deadline_s)
+
+
+def case_folder(out: Path, case: Case) -> Path:
+    return out / "cases" / case.case_id
+
+
+def write_tables(outcomes: list[Outcome], out: Path) -> None:
+    sweep = CsvLog(str(out / "sweep.csv"), SWEEP_COLUMNS + SWEEP_EXTRA_COLUMNS)
+    findings = CsvLog(str(out / "findings.csv"), FINDING_COLUMNS)
+    for o in outcomes:
+        sweep.write(o.row())
+        if o.outcome != OK:
+            findings.write({"case": o.case.case_id, "outcome": o.outcome,
+                            "first_violation": o.first_violation,
+                            "exit_status": "" if o.job.hung else o.job.returncode,
+                            "stderr_tail": o.job.stderr_tail[-600:], "replay": o.replay})
+    sweep.close()
+    findings.close()
+
+
+# ---------------------------------------------------------------------------- shrinking
+def minimise_case(outcome: Outcome, settings: SweepSettings, stream) -> None:
+    """Shrink a violating case's schedule; record and print the minimal replay command."""
+    case = outcome.case
+    folder = case_folder(settings.out, case) / "shrink"
+    attempts = iter(range(1_000_000))
+    steps_seen: dict[tuple, int] = {}
+
+    def still_fails(cand: Candidate) -> bool:
+        trial = replace(case, case_id=f"{case.case_id}-t{next(attempts)}", workers=cand.workers,
+                        steps=cand.steps, schedule=cand.schedule)
+        result = run_case(trial, folder / trial.case_id, settings.mpiexec, settings.case_deadline_s)
+        if result.outcome == VIOLATION and result.first_invariant == outcome.first_invariant:
+            steps_seen[key(cand)] = int(result.first_violation.split()[0])
+            return True
+        return False
+
+    def key(cand: Candidate) -> tuple:
+        return (cand.workers, cand.steps, cand.schedule.events)
+
+    start = Candidate(case.workers, case.steps, case.schedule)
+    steps_seen[key(start)] = int(outcome.first_violation.split()[0])
+    result = shrink(start, still_fails, settings.shrink_runs, lambda c: steps_seen.get(key(c)))
+    m = result.minimal
+    minimal = replace(case, case_id=f"{case.case_id}-minimal", workers=m.workers, steps=m.steps,
+                      schedule=m.schedule)
+    mfolder = case_folder(settings.out, case) / "minimal"
+    from .cases import replay_command, write_case
+
+    write_case(minimal, mfolder)
+    outcome.minimal = replay_command(settings.mpiexec, minimal, mfolder)
+    note = " (run budget spent)" if result.exhausted else ""
+    stream.write(f"\n{case.case_id}: {outcome.first_violation} after {result.runs} shrinking runs{note}\n"
+                 f"  original: {outcome.replay}\n  minimal:  {outcome.minimal}\n")
+
+
+# ---------------------------------------------------------------------------- summary
+def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
+    counts = {k: sum(o.outcome == k for o in outcomes) for k in (OK, VIOLATION, CRASH, HANG)}
+    planned = {"kill": 0, "delay": 0, "partition": 0}
+    injected: dict[str, int] = {}
+    for o in outcomes:
+        for event in o.case.schedule.events:
+            planned[event.kind] = planned.get(event.kind, 0) + 1
+        for kind, n in o.faults_injected.items():
+            injected[kind] = injected.get(kind, 0) + n
+    rate = len(outcomes) / (wall_s / 60) if wall_s > 0 else 0.0
+    lines = [f"{len(outcomes)} cases in {wall_s:.0f} s ({rate:.1f} cases/min): "
+             f"{counts[OK]} ok, {counts[VIOLATION]} violating, {counts[CRASH]} crashed, {counts[HANG]} hung",
+             f"scheduled: {planned['kill']} kills, {planned['partition']} partitions, "
+             f"{planned['delay']} stragglers; faults.csv rows: "
+             + (", ".join(f"{n} {k}" for k, n in sorted(injected.items())) or "none")]
+    for o in outcomes:
+        if o.outcome != OK:
+            lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}\n    replay: {o.replay}"
+                         + (f"\n    minimal: {o.minimal}" if o.minimal else ""))
+    return "\n".join(lines)
+
+
+def parse_list(text: str, what: str, cast=str) -> tuple:
+    from .config import UsageError
+
+    try:
+        items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"cannot read {what} {text!r} (a comma-separated list)") from None
+    if not items:
+        raise UsageError(f"{what} must name at least one value")
+    return items
+
+
+def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: int, out: str,
+                  mpiexec: str | None, first_seed: int, case_deadline: float, shrink_runs: int,
+                  extra: tuple[str, ...] = ()) -> int:
+    """The ``sweep`` command body; the exit status (0 only when every case was ok)."""
+    from .config import UsageError
+    from .sync import STRATEGIES
+
+    worker_counts = parse_list(workers, "--workers", int)
+    names = parse_list(strategies, "--strategies")
+    unknown = [s for s in names if s not in STRATEGIES]
+    if unknown:
+        raise UsageError(f"unknown strategy {unknown[0]!r} (choose from {', '.join(STRATEGIES)})")
+    if seeds < 1 or steps < 1 or jobs < 1 or min(worker_counts) < 1:
+        raise UsageError("--seeds, --steps, --jobs and --workers must be positive")
+    argv = launcher_argv(mpiexec)
+    if not argv:
+        raise UsageError("--mpiexec is empty")
+    plan = SweepPlan(seeds, worker_counts, names, steps, first_seed, extra)
+    settings = SweepSettings(Path(out), argv, jobs, case_deadline, shrink_runs)
+    click.echo(f"sweep: {seeds} seeds x workers {','.join(map(str, worker_counts))} x "
+               f"{','.join(names)} = {seeds * len(worker_counts) * len(names)} cases, {jobs} at a time; "
+               f"launcher: {shlex.join(argv)}", err=True)
+    start = time.perf_counter()
+    outcomes = run_sweep(plan, settings)
+    click.echo(summary_text(outcomes, time.perf_counter() - start))
+    click.echo(f"sweep.csv and findings.csv in {out}")
+    return 0 if all(o.outcome == OK for o in outcomes) else 1
+
+
+__all__ = ["SweepPlan", "SweepSettings", "run_sweep", "sweep_command", "mpibench_command"]
