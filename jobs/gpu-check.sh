@@ -65,14 +65,25 @@ step() {  # step NAME SECONDS CMD...: run with a time limit, note a failure, go 
 }
 
 # ------------------------------------------------------------------ environment
-VENV=${VENV:-.venv}
-if [[ ! -x $VENV/bin/python ]]; then
-    python3 -m venv --system-site-packages "$VENV" || exit 2
+# The environment to install into: $VENV or .venv when there is one; else python3's own
+# when that is a virtual environment already (a CUDA image's, holding its CuPy: a new venv
+# made from it would not see those packages); else a new .venv on the system packages.
+if [[ -n ${VENV:-} || -x .venv/bin/python ]]; then
+    VENV=${VENV:-.venv}
+    [[ -x $VENV/bin/python ]] || python3 -m venv --system-site-packages "$VENV" || exit 2
+    PY=$VENV/bin/python
+elif python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+    PY=$(python3 -c 'import sys; print(sys.executable)')
+else
+    python3 -m venv --system-site-packages .venv || exit 2
+    PY=.venv/bin/python
 fi
-PY=$VENV/bin/python
+echo "installing into $("$PY" -c 'import sys; print(sys.prefix)')"
 DEVICE=${GPU_CHECK_DEVICE:-gpu}
 # Fail fast rather than retry: a GPU machine may have no network at all.
-PIP=("$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --retries 0 --timeout 20)
+PIP=("$PY" -m pip install -q --disable-pip-version-check --retries 0 --timeout 20)
+# Build the editable install with the environment's own setuptools where it can (offline).
+"$PY" -c "import setuptools, wheel" 2>/dev/null && PIP+=(--no-build-isolation)
 [[ -d $WHEELS ]] && PIP+=(--no-index --find-links "$WHEELS")
 
 install() {
@@ -108,7 +119,7 @@ EOF
 echo "== setup $(date -u +%T)"
 install || { echo "set-up failed: nothing else can run"; exit 1; }
 nvidia-smi -L 2>/dev/null || true
-MPIRUN=$VENV/bin/mpirun
+MPIRUN=$(dirname "$PY")/mpirun
 [[ -x $MPIRUN ]] || MPIRUN=mpirun
 
 # ------------------------------------------------------------------ tests
