@@ -214,6 +214,17 @@ def scenarios():
         click.echo(f"{name:<{width}}  {text}")
 
 
+@main.command()
+@click.argument("out_dir", metavar="DIR", type=click.Path(file_okay=False))
+def report(out_dir):
+    """(Re)build DIR/report.html from the CSVs and run.json in DIR (no MPI needed)."""
+    from mpibench.results.report import build
+
+    if not os.path.isdir(out_dir):
+        raise UsageError(f"no such folder: {out_dir}")
+    click.echo(f"wrote {build(out_dir)}")
+
+
 def _guarded(body) -> int:
     """Run a job body: bad input exits 2 on every rank, a crash aborts the job."""
     try:

@@ -21,54 +21,17 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
-
 import numpy as np
 from mpi4py import MPI
 
 from mpibench.comm import Comm
 
+from .calibration import Calibration
+
 PING_SIZES_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20)
 GAMMA_CACHE_BYTES = 64 << 10
 GAMMA_MEMORY_BYTES = 16 << 20
 IDLE_POLL_S = 0.002
-
-
-@dataclass
-class Calibration:
-    """The calibrated machine parameters and how each one was obtained."""
-
-    alpha_s: float
-    beta_s_per_byte: float
-    gamma_cache_s_per_byte: float
-    gamma_memory_s_per_byte: float
-    compute_fixed_s: float
-    compute_per_sample_s: float
-    cores: int
-    ranks_on_host: int
-    ranks: int
-    shapes: dict = field(default_factory=dict)
-    how: dict = field(default_factory=dict)
-    ping_pong: list = field(default_factory=list)  # (bytes, half round trip s)
-
-    def gamma_s_per_byte(self, nbytes: float) -> float:
-        """Reduction cost per byte: the cache figure for small buffers, memory for large."""
-        return self.gamma_cache_s_per_byte if nbytes <= 1 << 20 else self.gamma_memory_s_per_byte
-
-    def compute_s(self, batch: float) -> float:
-        return self.compute_fixed_s + self.compute_per_sample_s * batch
-
-    @property
-    def oversubscribed(self) -> bool:
-        return self.ranks_on_host > self.cores
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Calibration":
-        names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -107,8 +70,13 @@ def _iterations(nbytes: int) -> int:
     return 200 if nbytes <= 16 << 10 else 40
 
 
-def ping_pong(world: MPI.Comm) -> list[tuple[int, float]]:
-    """Median half round-trip time per size, between ranks 0 and 1; [] on one rank."""
+def ping_pong(world: MPI.Comm, work=None) -> list[tuple[int, float]]:
+    """Median half round-trip time per size, between ranks 0 and 1; [] on one rank.
+
+    With ``work``, both ranks call it before every round trip (untimed), so the
+    messages leave and arrive as they do in a training step: straight after
+    the local computation, not back to back.
+    """
     if world.Get_size() < 2:
         return []
     rank = world.Get_rank()
@@ -119,8 +87,10 @@ def ping_pong(world: MPI.Comm) -> list[tuple[int, float]]:
         peer = 1 - rank
         for nbytes in PING_SIZES_BYTES:
             buf = np.zeros(max(nbytes // 4, 1), dtype=np.float32)
-            times = np.empty(_iterations(nbytes))
+            times = np.empty(_iterations(nbytes) if work is None else 30)
             for i in range(-5, len(times)):  # five warm-up rounds
+                if work is not None:
+                    work()
                 start = time.perf_counter()
                 if rank == 0:
                     comm.send(buf, peer)
@@ -156,6 +126,19 @@ def reduction_s_per_byte(nbytes: int, repeats: int = 0) -> float:
 # ----------------------------------------------------------------------------- compute
 def local_step_s(config, batch: int, repeats: int = 30) -> float:
     """Median time of one worker's local work in a step at local batch ``batch``."""
+    work = local_step(config, batch)
+    times = np.empty(repeats)
+    for i in range(-3, repeats):
+        start = time.perf_counter()
+        work()
+        if i >= 0:
+            times[i] = time.perf_counter() - start
+    return float(np.median(times))
+
+
+def local_step(config, batch: int):
+    """A closure doing one worker's local part of a step (no communication)."""
+    from mpibench import seeds
     from mpibench.data import make_dataset
     from mpibench.kernels import NumpyBackend
     from mpibench.model import MLP, Shapes, init_params
@@ -165,13 +148,25 @@ def local_step_s(config, batch: int, repeats: int = 30) -> float:
     model, backend = MLP(shapes), NumpyBackend()
     params = init_params(config.seed, shapes)
     buffer = backend.zeros(shapes.n_params + 1)
-    index = np.arange(batch)
-    times = np.empty(repeats)
-    for i in range(-3, repeats):
-        start = time.perf_counter()
+    # A shuffled batch, as the shard walker hands out: the gather is part of the cost.
+    index = seeds.generator(config.seed, seeds.BENCH, 1).permutation(len(data.labels))[:batch]
+
+    def work() -> None:
         grad, count, _ = model.loss_and_grad_sum(params, data.features[index], data.labels[index])
         backend.pack(buffer, grad, count)
         backend.apply_update(params, buffer[:-1], buffer[-1], 0.0)
+    return work
+
+
+def call_overhead_s(n_floats: int, repeats: int = 200) -> float:
+    """Median time of one collective call on a one-rank communicator: the software cost
+    a step pays for each collective even when there is nobody to talk to."""
+    comm = Comm(MPI.COMM_SELF, deadline_s=30.0)
+    src, dst = np.ones(n_floats, np.float32), np.empty(n_floats, np.float32)
+    times = np.empty(repeats)
+    for i in range(-5, repeats):
+        start = time.perf_counter()
+        comm.allreduce(src, dst)
         if i >= 0:
             times[i] = time.perf_counter() - start
     return float(np.median(times))
@@ -189,26 +184,31 @@ def calibrate(world: MPI.Comm, config) -> Calibration:
     from mpibench.runinfo import this_host
 
     pings = ping_pong(world)
+    with blas_one_thread():
+        step_pings = ping_pong(world, local_step(config, config.batch_size))
     local = None
     if world.Get_rank() == 0:
         gamma_cache = reduction_s_per_byte(GAMMA_CACHE_BYTES)
         gamma_memory = reduction_s_per_byte(GAMMA_MEMORY_BYTES)
         fixed, per_sample = compute_fit(config)
-        local = (gamma_cache, gamma_memory, fixed, per_sample)
+        overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
+        local = (gamma_cache, gamma_memory, fixed, per_sample, overhead)
     else:
         idle_until_released(world)
     if world.Get_rank() == 0:
         idle_until_released(world)
-    gamma_cache, gamma_memory, fixed, per_sample = world.bcast(local, root=0)
+    gamma_cache, gamma_memory, fixed, per_sample, overhead = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
     alpha, beta = fit_line(*zip(*pings)) if pings else (0.0, 0.0)
+    alpha_step, beta_step = fit_line(*zip(*step_pings)) if step_pings else (0.0, 0.0)
     return Calibration(
         alpha_s=alpha, beta_s_per_byte=beta,
         gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
-        compute_fixed_s=fixed, compute_per_sample_s=per_sample,
+        compute_fixed_s=fixed, compute_per_sample_s=per_sample, call_overhead_s=overhead,
         cores=cores_available(), ranks_on_host=hosts.count(hosts[0]), ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
-        how=HOW, ping_pong=[list(p) for p in pings])
+        alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step,
+        how=HOW, ping_pong=[list(p) for p in pings], ping_pong_step=[list(p) for p in step_pings])
 
 
 HOW = {
@@ -216,12 +216,17 @@ HOW = {
                "median half round trip per size, least-squares intercept over "
                + ", ".join(str(s) for s in PING_SIZES_BYTES) + " bytes",
     "beta_s_per_byte": "slope of the same least-squares fit (seconds per byte)",
+    "alpha_step_s": "the same ping-pong and fit, but both ranks run one local step's computation "
+                    "(the scaling model, BLAS on one thread) before every round trip, untimed",
+    "beta_step_s_per_byte": "slope of that fit",
     "gamma_cache_s_per_byte": f"median time of float32 dst += src on {GAMMA_CACHE_BYTES} bytes on rank 0, "
                               "per byte",
     "gamma_memory_s_per_byte": f"the same on {GAMMA_MEMORY_BYTES} bytes (beyond the caches)",
     "compute_fixed_s": "one worker's local step (batch gather, forward+backward, pack, apply) timed at "
                        "batch 8 and 256 on rank 0 with BLAS on one thread; intercept of the line",
     "compute_per_sample_s": "slope of the same line (seconds per sample)",
+    "call_overhead_s": "median time of one Allreduce of the model's gradient on a one-rank communicator "
+                       "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0",
     "cores": "CPUs in this process's affinity mask (os.sched_getaffinity)",
     "ranks_on_host": "ranks of the job whose host name equals rank 0's",
 }

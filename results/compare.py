@@ -12,14 +12,15 @@ from __future__ import annotations
 import pandas as pd
 
 from . import costmodel
-from .calibrate import Calibration
+from .calibration import Calibration
 
 TOLERANCE = 0.25  # |modelled - measured| / measured
 STRAGGLER_SPREAD = 1.5  # slowest (or p90) over typical time
 LATENCY_BOUND_SHARE = 0.5  # alpha terms' share of the modelled sync
 MEMORY_BOUND_BYTES = 8 << 20  # bytes reduced at once over all ranks of the host
+HOST_BUSY_CORES = 0.5  # cores other processes kept busy during a measurement
 
-COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "measured_s",
+COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "other_load_cores", "measured_s",
                       "modelled_s", "ratio", "error", "tolerance", "within", "flag", "cause_codes",
                       "cause", "assumptions"]
 
@@ -30,7 +31,7 @@ def cores_for(cal: Calibration, ranks: int) -> tuple[int, int]:
 
 
 def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: float,
-           spread: float | None, options: dict) -> list[tuple[str, str]]:
+           spread: float | None, options: dict, other_cores: float | None = None) -> list[tuple[str, str]]:
     """Every likely cause the data supports for a disagreement, as (code, sentence)."""
     found = []
     on_host, cores = cores_for(cal, ranks)
@@ -40,6 +41,9 @@ def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: fl
     if on_host > cores:
         found.append(("oversubscribed", f"more ranks than cores: {on_host} ranks time-share {cores} cores "
                                         "(the model assumes one core per rank)"))
+    if other_cores is not None and other_cores > HOST_BUSY_CORES:
+        found.append(("host_busy", f"host busy: other processes kept {other_cores:.1f} of {cores} cores "
+                                   "busy during the measurement"))
     if spread is not None and spread > STRAGGLER_SPREAD:
         found.append(("straggler", f"straggler delay: the slow tail is {spread:.1f}x the typical time"))
     share = costmodel.latency_share(cal, strategy, ranks, nbytes, options) if strategy else 0.0
@@ -53,11 +57,11 @@ def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: fl
 
 
 def judge(cal: Calibration, strategy: str, ranks: int, nbytes: float, measured: float,
-          modelled: float, spread: float | None, options: dict) -> dict:
+          modelled: float, spread: float | None, options: dict, other_cores: float | None = None) -> dict:
     ratio = measured / modelled if modelled > 0 else float("inf")
     error = (modelled - measured) / measured if measured > 0 else float("inf")
     within = abs(error) <= TOLERANCE
-    found = [] if within else causes(cal, strategy, ranks, nbytes, ratio, spread, options)
+    found = [] if within else causes(cal, strategy, ranks, nbytes, ratio, spread, options, other_cores)
     return {"measured_s": measured, "modelled_s": modelled, "ratio": ratio, "error": error,
             "tolerance": TOLERANCE, "within": within,
             "flag": "" if within else ("slower than modelled" if ratio > 1 else "faster than modelled"),
@@ -79,10 +83,12 @@ def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> lis
         if key not in model.index:
             continue
         spread = m.step_time_p90_s / m.step_time_s if m.step_time_s else None
+        other = getattr(m, "other_load_cores", None)
+        other = None if other is None or pd.isna(other) or other == "" else float(other)
         rows.append({"kind": "step", "strategy": m.strategy, "mode": m.mode, "ranks": m.ranks,
-                     "bytes": m.bytes, "local_batch": m.local_batch,
-                     **judge(cal, m.strategy, m.ranks, m.bytes, float(m.step_time_s),
-                             float(model.loc[key, "step_time_s"]), spread, options)})
+                     "bytes": m.bytes, "local_batch": m.local_batch, "other_load_cores": other,
+                     **judge(cal.in_step(), m.strategy, m.ranks, m.bytes, float(m.step_time_s),
+                             float(model.loc[key, "step_time_s"]), spread, options, other)})
     return rows
 
 

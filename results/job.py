@@ -15,7 +15,8 @@ import pandas as pd
 from mpi4py import MPI
 
 from . import scaling as scaling_mod
-from .calibrate import Calibration, calibrate
+from .calibrate import calibrate
+from .calibration import Calibration
 from .compare import compare_collectives, compare_steps, comparison_frame, modelled_bench_rows
 from .report import build, read_csv
 from .scaling import SCALING_COLUMNS, ScalingPlan

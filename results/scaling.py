@@ -12,6 +12,8 @@ scenarios' default so that computation, not Python overhead, fills a step.
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -21,7 +23,7 @@ from .calibrate import blas_one_thread, idle_until_released
 
 SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
                    "step_time_s", "step_time_p90_s", "sync_time_s", "speedup", "efficiency",
-                   "violations", "tag", "assumptions"]
+                   "other_load_cores", "violations", "tag", "assumptions"]
 WARMUP_STEPS = 4
 
 
@@ -83,11 +85,48 @@ class MemoryRecords:
         pass
 
 
+def cpu_s() -> float:
+    """CPU seconds this process has used."""
+    t = os.times()
+    return t.user + t.system
+
+
+def host_busy_s() -> float | None:
+    """CPU seconds all processes on this host have used (Linux /proc/stat), or None."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+class HostLoad:
+    """How many cores other processes kept busy while a measurement ran.
+
+    The host's busy CPU time minus this job's own (summed over its ranks),
+    divided by the wall time: a shared machine shows up here, not as noise.
+    """
+
+    def __init__(self, world: MPI.Comm):
+        self.world = world
+        self.cpu0, self.busy0, self.wall0 = cpu_s(), host_busy_s(), time.perf_counter()
+
+    def other_cores(self) -> float | None:
+        ours = self.world.allreduce(cpu_s() - self.cpu0)
+        busy1, wall = host_busy_s(), time.perf_counter() - self.wall0
+        if self.busy0 is None or busy1 is None or wall <= 0:
+            return None
+        return max(0.0, (busy1 - self.busy0) - ours) / wall
+
+
 def measure_point(world: MPI.Comm, config, p: int, backend) -> dict | None:
     """Train ``config`` on the first ``p`` ranks; rank 0 gets the timing row, others None."""
     from mpibench.runner import run_scenario
 
     rank = world.Get_rank()
+    load = HostLoad(world)
     sub = world.Split(0 if rank < p else MPI.UNDEFINED, rank)
     row = None
     if sub != MPI.COMM_NULL:
@@ -98,6 +137,9 @@ def measure_point(world: MPI.Comm, config, p: int, backend) -> dict | None:
         if rank == 0:
             row = _timing_row(records.steps.rows, summary)
     idle_until_released(world)
+    other = load.other_cores()  # every rank takes part: it sums the job's CPU time
+    if row is not None:
+        row["other_load_cores"] = other
     return row
 
 
@@ -151,9 +193,9 @@ def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
         if m["tag"] != "measured":
             continue
         predicted = costmodel.step_s(cal, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options)
-        sync = costmodel.sync_s(cal, m["strategy"], m["ranks"], m["bytes"], options)
+        sync = costmodel.sync_s(cal.in_step(), m["strategy"], m["ranks"], m["bytes"], options)
         rows.append({**{k: m[k] for k in ("strategy", "mode", "ranks", "local_batch", "global_batch",
                                           "bytes")},
                      "steps": "", "step_time_s": predicted, "step_time_p90_s": "", "sync_time_s": sync,
-                     "violations": "", "tag": "modelled", "assumptions": costmodel.assumptions_text()})
+                     "other_load_cores": "", "violations": "", "tag": "modelled", "assumptions": costmodel.assumptions_text()})
     return add_speedups(rows)

@@ -1,0 +1,56 @@
+"""The calibrated machine parameters: plain data, readable without MPI.
+
+:mod:`.calibrate` measures them inside a job; the cost model, the comparison
+and the report (which runs without MPI) read them from here or from run.json.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Calibration:
+    """The calibrated machine parameters and how each one was obtained."""
+
+    alpha_s: float
+    beta_s_per_byte: float
+    gamma_cache_s_per_byte: float
+    gamma_memory_s_per_byte: float
+    compute_fixed_s: float
+    compute_per_sample_s: float
+    cores: int
+    ranks_on_host: int
+    ranks: int
+    call_overhead_s: float = 0.0
+    alpha_step_s: float = 0.0  # alpha and beta as a training step sees them (after compute)
+    beta_step_s_per_byte: float = 0.0
+    shapes: dict = field(default_factory=dict)
+    how: dict = field(default_factory=dict)
+    ping_pong: list = field(default_factory=list)  # (bytes, half round trip s)
+    ping_pong_step: list = field(default_factory=list)  # the same after a local step's compute
+
+    def in_step(self) -> "Calibration":
+        """These figures with the after-compute alpha and beta (for modelling training steps)."""
+        if not self.alpha_step_s and not self.beta_step_s_per_byte:
+            return self
+        return Calibration.from_dict({**self.as_dict(), "alpha_s": self.alpha_step_s,
+                                      "beta_s_per_byte": self.beta_step_s_per_byte})
+
+    def gamma_s_per_byte(self, nbytes: float) -> float:
+        """Reduction cost per byte: the cache figure for small buffers, memory for large."""
+        return self.gamma_cache_s_per_byte if nbytes <= 1 << 20 else self.gamma_memory_s_per_byte
+
+    def compute_s(self, batch: float) -> float:
+        return self.compute_fixed_s + self.compute_per_sample_s * batch
+
+    @property
+    def oversubscribed(self) -> bool:
+        return self.ranks_on_host > self.cores
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Calibration":
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in names})
