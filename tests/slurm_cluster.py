@@ -180,12 +180,18 @@ class SlurmCluster:
                               env=env or self.env, check=check)
 
     def sbatch(self, script: Path, *args: str, workdir: Path, env: dict | None = None,
-               options: list[str] = (), timeout_s: float = 120) -> Submitted:
-        """``sbatch --wait [options] script args`` from ``workdir``; the job log is read back."""
-        log = workdir / "slurm-%j.out"
-        cmd = ["sbatch", "--wait", "--parsable", f"--output={log}", *options, str(script), *args]
-        job_env = dict(self.env, **(env or {}))
-        proc = subprocess.Popen(cmd, cwd=workdir, env=job_env, text=True,
+               options: list[str] = (), wait: bool = True, timeout_s: float = 120) -> Submitted:
+        """``sbatch [--wait] [options] script args`` from ``workdir``.
+
+        With ``wait`` the call returns when the job has ended, with the job's
+        exit status and its log (``workdir/slurm-<id>.out``); without, at once
+        with the job id (array tasks log to ``slurm-<array id>_<task>.out``).
+        """
+        array = any(o.startswith("--array") for o in options)
+        log_pattern = "slurm-%A_%a.out" if array else "slurm-%j.out"
+        cmd = ["sbatch", "--parsable", f"--output={workdir}/{log_pattern}"]
+        cmd += (["--wait"] if wait else []) + [*options, str(script), *args]
+        proc = subprocess.Popen(cmd, cwd=workdir, env=dict(self.env, **(env or {})), text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             out, _ = proc.communicate(timeout=timeout_s)
@@ -196,10 +202,8 @@ class SlurmCluster:
             raise AssertionError(f"sbatch --wait timed out after {timeout_s} s\n{out}\n{self.logs()}")
         match = re.search(r"^(\d+)", out, re.MULTILINE)
         job_id = int(match.group(1)) if match else None
-        text = ""
-        if job_id is not None:
-            path = Path(str(log).replace("%j", str(job_id)))
-            text = path.read_text() if path.exists() else "(no job log)"
+        log = workdir / f"slurm-{job_id}.out"
+        text = log.read_text() if wait and log.exists() else ""
         return Submitted(job_id, proc.returncode, out, text)
 
     def logs(self, tail_chars: int = 3000) -> str:

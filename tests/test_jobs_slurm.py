@@ -57,7 +57,7 @@ def write_part(folder: Path, rows: list[dict], status: int | None = 0) -> Path:
 
 def merge(tmp_path: Path, *parts: Path, expect: int | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, str(JOBS / "merge_parts.py"), "--name", "sweep.csv", "--out",
-           str(tmp_path), "--fail-column", "violations", "--show-column", "replay"]
+           str(tmp_path), "--require", "violations=0", "--require", "outcome=ok", "--show-column", "replay"]
     cmd += ["--expect", str(expect)] if expect is not None else []
     return subprocess.run(cmd + [str(p) for p in parts], capture_output=True, text=True)
 
@@ -73,18 +73,19 @@ def test_merge_concatenates_slices_with_their_names(tmp_path):
                                                       ("slice-1", "2")]
 
 
-@pytest.mark.parametrize("defect", ["violation", "failed task", "missing csv", "missing slice"])
+@pytest.mark.parametrize("defect", ["violation", "crash", "failed task", "missing csv",
+                                    "missing slice"])
 def test_merge_fails_on_any_bad_slice(tmp_path, defect):
     good = write_part(tmp_path / "slice-0", [{"case": "0", "violations": "0", "replay": "r0"}])
     bad_rows = [{"case": "1", "violations": "3" if defect == "violation" else "0",
-                 "replay": "mpirun ... --seed 1"}]
+                 "outcome": "crash" if defect == "crash" else "ok", "replay": "mpirun ... --seed 1"}]
     bad = write_part(tmp_path / "slice-1", bad_rows, status=1 if defect == "failed task" else 0)
     if defect == "missing csv":
         (bad / "sweep.csv").unlink()
     parts = [good] if defect == "missing slice" else [good, bad]
     done = merge(tmp_path, *parts, expect=2)
     assert done.returncode == 1, done.stdout + done.stderr
-    if defect == "violation":
+    if defect in ("violation", "crash"):
         assert "mpirun ... --seed 1" in done.stdout, "the replay command is printed"
 
 
@@ -157,3 +158,39 @@ def test_bad_launcher_is_a_one_line_error(submit):
     job = submit("mpibench.sbatch", *SMALL, tasks=4, env={"MPIBENCH_LAUNCH": "aprun"})
     assert job.returncode == 2, job.text
     assert "MPIBENCH_LAUNCH must be mpirun or srun" in job.log
+
+
+# ---------------------------------------------------------------- the sweep as a job array
+SWEEP_SLICE = ["--workers", "2,4", "--strategies", "ring", "--steps", "5", "--shrink-runs", "0"]
+
+
+def sweep_array_and_merge(cluster, tmp_path, slice_args, tasks: int = 2):
+    """Submit the array (no wait) and the merge after it (waits for both); return both."""
+    env = {"MPIBENCH_OUT": str(tmp_path / "results"), "MPIBENCH_SWEEP_SEEDS": "1"}
+    array = cluster.sbatch(JOBS / "sweep-array.sbatch", *slice_args, workdir=tmp_path, env=env,
+                           options=[f"--array=0-{tasks - 1}", "--ntasks=4"], wait=False)
+    assert array.returncode == 0 and array.job_id, array.text
+    merged = cluster.sbatch(JOBS / "sweep-merge.sbatch", str(array.job_id), workdir=tmp_path,
+                            env=env, options=[f"--dependency=afterany:{array.job_id}"])
+    logs = "\n".join(p.read_text() for p in sorted(tmp_path.glob(f"slurm-{array.job_id}_*.out")))
+    return array, merged, logs, tmp_path / "results" / f"sweep-{array.job_id}"
+
+
+@pytest.mark.slurm
+def test_sweep_array_slices_seeds_and_merges(cluster, tmp_path):
+    array, merged, logs, out = sweep_array_and_merge(cluster, tmp_path, SWEEP_SLICE)
+    assert merged.returncode == 0, merged.text + logs
+    rows = read_csv(out / "sweep.csv")
+    # one seed per task, two worker counts: each task swept its own seed
+    assert sorted((r["part"], r["seed"], r["workers"]) for r in rows) == [
+        ("slice-0", "0", "2"), ("slice-0", "0", "4"), ("slice-1", "1", "2"), ("slice-1", "1", "4")]
+    assert {r["outcome"] for r in rows} == {"ok"}
+    assert all(r["replay"] for r in rows)
+    assert (out / "report.html").exists()
+
+
+@pytest.mark.slurm
+def test_failing_sweep_fails_the_merge(cluster, tmp_path):
+    array, merged, logs, out = sweep_array_and_merge(cluster, tmp_path, ["--steps", "-1"])
+    assert merged.returncode == 1, merged.text + logs
+    assert "problem: slice-0" in merged.log and "problem: slice-1" in merged.log
