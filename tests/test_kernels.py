@@ -11,6 +11,7 @@ buffers through the communicator) and the CLI's answers without a GPU.
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -305,16 +306,33 @@ def test_cli_device_auto_records_the_choice(tmp_path):
         assert "transfers: host; no GPU, using the CPU" in job.stdout
 
 
-@needs_gpu
-@pytest.mark.gpu
+DEVICE_OF = {"numpy": "cpu", "cupy": "gpu"}
+
+
 @pytest.mark.mpi
-@pytest.mark.parametrize("strategy", ["ring", "ps", "native"])
-def test_training_on_the_gpu_holds_every_invariant(tmp_path, strategy):
+@pytest.mark.parametrize("name", BACKENDS)
+def test_ring_ps_native_reduce_on_the_back_end(name):
+    """The driver's cases on 3 ranks; on a GPU also bitwise equal to the NumPy back-end."""
+    from pathlib import Path
+
+    from mpirun import mpirun_command, run_command
+
+    driver = Path(__file__).parent / "drivers" / "backend_reduce.py"
+    job = run_command(mpirun_command() + ["-n", "3", sys.executable, str(driver), "--device", DEVICE_OF[name]],
+                      timeout=240)
+    assert job.returncode == 0 and f"on {name}" in job.stdout, job.text
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", BACKENDS)
+@pytest.mark.parametrize("strategy", ["ring", "ps"])
+def test_training_on_the_back_end_holds_every_invariant(tmp_path, name, strategy):
     from mpirun import run_mpi
 
-    job = run_mpi(2, ["run", "--strategy", strategy, "--device", "gpu", "--steps", "6",
-                      "--bucket-bytes", "256"], out=tmp_path / strategy, timeout=180)
+    out = tmp_path / strategy
+    job = run_mpi(2, ["run", "--strategy", strategy, "--device", DEVICE_OF[name], "--steps", "6",
+                      "--bucket-bytes", "256"], out=out, timeout=180)
     assert job.returncode == 0, job.text
     checks = job.csv("invariants.csv")
     assert len(checks) and (checks["passed"].astype(str) == "True").all()
-    assert json.loads((tmp_path / strategy / "run.json").read_text())["device"]["backend"] == "cupy"
+    assert json.loads((out / "run.json").read_text())["device"]["backend"] == name
