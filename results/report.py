@@ -156,9 +156,10 @@ def section_scenarios(steps: pd.DataFrame | None, faults: pd.DataFrame | None) -
             "overlaid (identical schedules). Dotted lines mark injected faults (red: kill). A death "
             "shows twice: the batch drops and convergence pays; the epoch-end sawtooth is the short "
             "batch.</p>")
-    if steps is None or steps.empty:
-        return head + missing("steps.csv")
     parts = [head]
+    if steps is None or steps.empty:
+        parts.append(missing("steps.csv"))
+        steps = pd.DataFrame(columns=["scenario"])
     for scenario, rows in steps.groupby("scenario", sort=False):
         events = faults[faults.scenario == scenario] if faults is not None and not faults.empty else None
         parts.append(f"<h3>{esc(scenario)}</h3>")
@@ -254,7 +255,7 @@ def comparison_table(comparison: pd.DataFrame) -> str:
     note = (f"<p>Tolerance: |modelled − measured| ≤ {comparison.tolerance.iloc[0]:.0%} of measured. "
             "Ratio = measured / modelled. Modelled under: "
             f"{esc(comparison.assumptions.iloc[0])}.</p>")
-    return note + table(cols + ["measured ms", "modelled ms", "ratio", "error", "flag", "likely cause"],
+    return note + table(cols + ["measured ms", "modelled ms", "ratio", "model error", "flag", "likely cause"],
                         rows, classes)
 
 
@@ -313,7 +314,9 @@ def replay_hint(info: dict, scenario: str, strategy: str) -> str:
         return ""
 
 
-def section_findings(found: list[str]) -> str:
+def section_findings(found: list[str], checked: bool) -> str:
+    if not found and not checked:
+        return "<h2>7. Findings</h2><p>None in the files present; but no invariant was checked here.</p>"
     if not found:
         return "<h2>7. Findings</h2><p>None: every check passed and the model agreed within tolerance.</p>"
     return "<h2>7. Findings</h2><ol>" + "".join(f"<li>{f}</li>" for f in found) + "</ol>"
@@ -338,7 +341,7 @@ def build(out_dir: str) -> str:
         section_header(info, out_dir), section_property(), section_invariants(inv),
         section_scenarios(steps, faults), section_sweep(sweep),
         section_bench(info, cal, bench, scaling, comparison), section_not_violations(),
-        section_findings(found)])
+        section_findings(found, inv is not None and not inv.empty)])
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>mpibench report</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
     path = os.path.join(out_dir, "report.html")
