@@ -1,0 +1,162 @@
+"""The cost model, the calibration fits and the comparison flags, without MPI."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpibench.results import compare, costmodel
+from mpibench.results.calibrate import fit_line
+from mpibench.results.calibration import Calibration
+from mpibench.results.scaling import add_speedups, rank_counts
+
+from test_results_report import calibration
+
+seconds = st.floats(1e-9, 1e-3, allow_nan=False)
+per_byte = st.floats(0, 1e-8, allow_nan=False)
+ranks = st.integers(1, 64)
+sizes = st.integers(4, 1 << 26)
+
+
+@settings(max_examples=60, deadline=None)
+@given(alpha=seconds, beta=per_byte, gamma=per_byte, p=ranks, n=sizes)
+def test_ring_is_the_textbook_formula(alpha, beta, gamma, p, n):
+    cal = calibration(alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma,
+                      gamma_memory_s_per_byte=gamma)
+    expected = (2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma
+                if p > 1 else cal.call_overhead_s)
+    assert costmodel.ring_s(cal, p, n) == pytest.approx(expected, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(alpha=seconds, beta=per_byte, gamma=per_byte, p=st.integers(2, 64), n=sizes)
+def test_ps_with_one_shard_per_rank_costs_what_the_ring_costs(alpha, beta, gamma, p, n):
+    cal = calibration(alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma,
+                      gamma_memory_s_per_byte=gamma)
+    assert costmodel.ps_s(cal, p, n, shards=p) == pytest.approx(costmodel.ring_s(cal, p, n), rel=1e-9)
+    # a single server carries every byte p-1 times: never cheaper than k shards
+    assert costmodel.ps_s(cal, p, n, shards=1) >= costmodel.ps_s(cal, p, n, shards=p) * (1 - 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=ranks, n=sizes, strategy=st.sampled_from(["ring", "ps", "native"]))
+def test_latency_share_is_a_fraction_and_one_without_bandwidth_terms(p, n, strategy):
+    cal = calibration()
+    assert 0.0 <= costmodel.latency_share(cal, strategy, p, n) <= 1.0
+    pure_latency = calibration(beta_s_per_byte=0.0, gamma_cache_s_per_byte=0.0, gamma_memory_s_per_byte=0.0)
+    if p > 1:
+        assert costmodel.latency_share(pure_latency, strategy, p, n) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_busbw_follows_nccl_tests(p):
+    algbw, busbw = costmodel.bandwidths_gbps("ring", p, 1e9, 2.0)
+    assert algbw == 0.5 and busbw == pytest.approx(0.5 * 2 * (p - 1) / p)
+
+
+def test_step_uses_the_after_compute_alpha_and_adds_compute():
+    cal = calibration()
+    step = costmodel.step_s(cal, "ring", 4, 128, 76844)
+    in_step = cal.in_step()
+    assert in_step.alpha_s == cal.alpha_step_s
+    expected = cal.compute_s(128) + costmodel.ring_s(in_step, 4, 76844) + 2 * cal.alpha_step_s
+    assert step == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("mode", ["strong", "weak"])
+def test_speedup_is_one_at_one_rank_and_grows_while_compute_dominates(mode):
+    cal = calibration(alpha_step_s=1e-9, beta_step_s_per_byte=1e-14)
+    assert costmodel.speedup(cal, "ring", 1, 4096, mode, 1024) == pytest.approx(1.0)
+    assert costmodel.speedup(cal, "ring", 4, 4096, mode, 1024) > 3.0
+
+
+def test_unknown_strategy_has_no_model():
+    with pytest.raises(ValueError):
+        costmodel.sync_s(calibration(), "gossip", 4, 1024)
+
+
+def test_assumptions_are_data_and_name_the_core_assumption():
+    assert any("one core per rank" in a for a in costmodel.ASSUMPTIONS)
+    assert costmodel.assumptions_text().count(";") == len(costmodel.ASSUMPTIONS) - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.floats(0, 1e-3), b=st.floats(0, 1e-6), xs=st.lists(st.integers(1, 1 << 22), min_size=2,
+                                                                  max_size=6, unique=True))
+def test_fit_line_recovers_a_line(a, b, xs):
+    fa, fb = fit_line(xs, [a + b * x for x in xs])
+    assert fa == pytest.approx(a, abs=1e-9) and fb == pytest.approx(b, rel=1e-6, abs=1e-15)
+
+
+def test_calibration_round_trips_through_a_dict():
+    cal = calibration()
+    assert Calibration.from_dict({**cal.as_dict(), "unknown_future_field": 1}) == cal
+
+
+@pytest.mark.parametrize("world, expected", [(1, [1]), (2, [1, 2]), (6, [1, 2, 4, 6]), (8, [1, 2, 4, 8])])
+def test_rank_counts_double_up_to_the_world(world, expected):
+    assert rank_counts(world) == expected
+
+
+def test_speedups_strong_and_weak():
+    rows = [{"strategy": "ring", "mode": m, "tag": "measured", "ranks": p, "step_time_s": t}
+            for m, pts in (("strong", [(1, 4.0), (2, 2.0)]), ("weak", [(1, 1.0), (4, 2.0)])) for p, t in pts]
+    out = {(r["mode"], r["ranks"]): (r["speedup"], r["efficiency"]) for r in add_speedups(rows)}
+    assert out[("strong", 2)] == (2.0, 1.0) and out[("weak", 4)] == (2.0, 0.5)
+
+
+# ----------------------------------------------------------------------------- flags
+def judge(measured, modelled, ranks=2, nbytes=76844, spread=1.1, other=0.0, **cal_over):
+    return compare.judge(calibration(**cal_over), "ring", ranks, nbytes, measured, modelled, spread, {}, other)
+
+
+def test_within_tolerance_is_not_flagged():
+    row = judge(1.2e-3, 1.0e-3)
+    assert row["within"] and row["flag"] == "" and row["cause"] == ""
+    assert row["ratio"] == pytest.approx(1.2) and row["error"] == pytest.approx(-1 / 6)
+
+
+@pytest.mark.parametrize("kwargs, code", [
+    ({"ranks": 8}, "oversubscribed"),
+    ({"other": 1.5}, "host_busy"),
+    ({"spread": 3.0}, "straggler"),
+    ({"nbytes": 64, "beta_s_per_byte": 0.0}, "latency_bound"),
+    ({"nbytes": 16 << 20, "alpha_s": 0.0}, "memory_bandwidth"),
+    ({"alpha_s": 0.0, "nbytes": 1 << 20}, "unexplained"),
+])
+def test_slower_than_modelled_names_the_cause_the_data_shows(kwargs, code):
+    row = judge(3e-3, 1e-3, **kwargs)
+    assert not row["within"] and row["flag"] == "slower than modelled"
+    assert code in row["cause_codes"].split(), row
+
+
+def test_oversubscription_cause_names_ranks_and_cores():
+    row = judge(3e-3, 1e-3, ranks=8, ranks_on_host=8, cores=2)
+    assert "8 ranks time-share 2 cores" in row["cause"]
+
+
+def test_faster_than_modelled_is_flagged_too():
+    row = judge(0.5e-3, 1e-3)
+    assert row["flag"] == "faster than modelled" and row["cause_codes"] == "faster"
+
+
+def test_modelled_bench_rows_cover_each_measured_point_once():
+    bench = pd.DataFrame([
+        {"strategy": "ring", "ranks": 4, "bytes": 4096, "time_min_s": 1e-4, "time_avg_s": 2e-4,
+         "time_max_s": 3e-4, "tag": "measured"},
+        {"strategy": "ring", "ranks": 4, "bytes": 4096, "time_min_s": 1e-4, "time_avg_s": 2e-4,
+         "time_max_s": 3e-4, "tag": "measured"},
+        {"strategy": "gossip", "ranks": 4, "bytes": 4096, "time_min_s": 1e-4, "time_avg_s": 2e-4,
+         "time_max_s": 3e-4, "tag": "measured"}])
+    rows = compare.modelled_bench_rows(calibration(), bench, {})
+    assert len(rows) == 1 and rows[0]["tag"] == "modelled"
+    assert rows[0]["time_avg_s"] == pytest.approx(costmodel.ring_s(calibration(), 4, 4096))
+    assert not math.isnan(rows[0]["busbw_gbps"])
+    with_model = pd.concat([bench, pd.DataFrame(rows)])
+    assert compare.modelled_bench_rows(calibration(), with_model, {}) == []
+    compared = compare.compare_collectives(calibration(), with_model, {})
+    assert [r["kind"] for r in compared] == ["collective", "collective"]
+    assert compared[0]["measured_s"] == 2e-4 and "straggler" in compared[0]["cause_codes"]  # max/min = 3
