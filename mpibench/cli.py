@@ -205,6 +205,28 @@ def sweep(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed, cas
 
 
 @main.command()
+@click.option("--jobs", type=int, default=2, show_default=True, help="jobs run at the same time")
+@click.option("--out", type=click.Path(file_okay=False), default="mpibench-selftest", show_default=True,
+              help="output folder: one folder per job")
+@click.option("--mpiexec", default=None,
+              help="launcher for the jobs [default: $MPIBENCH_MPIEXEC, else mpirun]")
+def selftest(jobs, out, mpiexec):
+    """The checker against known-bad reductions; exit 0 only if every one is caught.
+
+    Prints, for each mutant, the invariant and step that caught it, and shows
+    that with equal batch sizes the weighting mutants cannot be told apart.
+    """
+    from pathlib import Path
+
+    from .launch import launcher_argv
+    from .selftest import run_selftest
+
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs))
+
+
+@main.command()
 def scenarios():
     """The named fault scenarios, one line each."""
     from mpibench.faults.schedule import SCENARIOS

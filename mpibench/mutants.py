@@ -66,17 +66,24 @@ class NumeratorOnlyMixin:
 
 
 class VarianceWithinMixin:
-    """Pools per-worker variances, forgetting the between-worker term."""
+    """Pools per-worker variances, forgetting the between-worker term.
 
-    def loss_moments(self, rows: np.ndarray):
-        rows = rows[rows[:, 0] > 0]
-        if len(rows) == 0:
-            return None
-        counts = rows[:, 0]
-        means = rows[:, 1] / counts
-        within = rows[:, 2] / counts - means**2
-        total = counts.sum()
-        return float(rows[:, 1].sum() / total), float((counts * within).sum() / total)
+    The loop pools the gathered ``(count, sum, sumsq)`` rows by summing them,
+    so the mistake is made in the rows: each worker's squares are re-centred
+    on the global mean, as if every worker's mean were the global one. The
+    pooled variance is then the count-weighted mean of the within-worker
+    variances; the pooled mean is unchanged.
+    """
+
+    def pool_loss(self, local_row, contributing):
+        rows = super().pool_loss(local_row, contributing).copy()
+        used = rows[:, 0] > 0
+        if not used.any():
+            return rows
+        counts, sums = rows[used, 0], rows[used, 1]
+        global_mean = sums.sum() / counts.sum()
+        rows[used, 2] += counts * global_mean**2 - sums**2 / counts
+        return rows
 
 
 # ---------------------------------------------------------------------------- a small ring
@@ -196,6 +203,9 @@ def strategy_factory(mutant: str, batch_size: int):
     def build(name, comm, backend, n_params, options=None):
         if mutant in RINGS:
             return RINGS[mutant](comm, backend, n_params, options)
+        if mutant == "double-apply":
+            base = RINGS["mini-ring"] if name == "mini-ring" else STRATEGIES[name]
+            return type("DoubleApply", (DoubleApplyMixin, base), {})(comm, backend, n_params, options)
         if mutant == "dead-leak":  # the mini ring sums into the step buffer as it goes
             return type("DeadLeakRing", (DeadLeakMixin, MiniRing), {})(comm, backend, n_params, options)
         if mutant not in MIXINS:
@@ -235,6 +245,57 @@ class DeadLeakMixin:
         return reduction
 
 
+_APPLIED: dict[str, np.ndarray] = {}
+
+
+class DoubleApplyMixin:
+    """A redone step is applied on top of the aborted attempt's update.
+
+    The worker loop rolls the parameters back before a redo; this strategy
+    notices the redo (the parameters are back where its last attempt started)
+    and re-applies that attempt's update before the redo's own.
+    """
+
+    def synchronize(self, params, grad_sum, count, lr):
+        before = _APPLIED.get("before")
+        if before is not None and np.array_equal(before, params):
+            np.add(params, _APPLIED["delta"], out=params)
+        start = params.copy()
+        reduction = super().synchronize(params, grad_sum, count, lr)
+        _APPLIED["before"], _APPLIED["delta"] = start, params - start
+        return reduction
+
+
+def stale_rejoin_patches() -> None:
+    """Healed or respawned workers keep stale parameters instead of the committed ones.
+
+    Two hooks of the fault recovery are wrapped: the re-sync of healed workers
+    is undone on the worker that re-synced, and a replacement is handed the
+    initial parameters instead of the survivors' current ones.
+    """
+    from mpibench.faults import recovery, respawn
+
+    from .model import Shapes, init_params
+
+    resync = recovery.FaultRecovery._resync
+
+    def stale_resync(self, trainer, step):
+        kept = trainer.params.copy()
+        resync(self, trainer, step)
+        trainer.params[...] = kept
+
+    recovery.FaultRecovery._resync = stale_resync
+    spawn = respawn.spawn
+
+    def stale_spawn(comm, count, payload):
+        if payload is not None and "params" in payload:
+            c = payload["config"]
+            payload = {**payload, "params": init_params(c.seed, Shapes(c.features, c.hidden, c.classes))}
+        return spawn(comm, count, payload)
+
+    respawn.spawn = stale_spawn
+
+
 # ---------------------------------------------------------------------------- installing one
 def install(mutant: str) -> None:
     """Make this process's runs use ``mutant`` (the hidden ``run --mutant``).
@@ -254,3 +315,5 @@ def install(mutant: str) -> None:
             super().__init__(config, *args, **kw)
 
     runner.Trainer = MutantTrainer
+    if mutant == "stale-rejoin":
+        stale_rejoin_patches()

@@ -1,0 +1,146 @@
+"""The self-test: the checker must catch every known-bad reduction.
+
+Each trial is one MPI job running ``run --mutant NAME`` (see
+:mod:`mpibench.mutants`) on small, uneven shards so that epochs end on short
+batches within the first steps. A mutant passes the self-test only if some
+invariant fails ("caught by X at step s"); the self-test exits 0 only if
+every mutant is caught and every control behaves.
+
+Controls keep the catches honest:
+
+* the same settings with the honest strategy must hold every invariant, so a
+  catch is the mutant's doing and not a broken setup;
+* the weighting mutants rerun with **equal** batch sizes and no faults, and
+  there they must *not* be caught: with every batch the same size, the plain
+  mean of means and the count-weighted mean are the same number, which is why
+  the suite's shards are uneven. Equal batches come from choosing the data set
+  size so that every shard is a whole number of batches (:func:`equal_batches`):
+  then no epoch ever ends on a short batch.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cases import OK, VIOLATION, Case, Outcome, run_case
+from .mutants import MUTANTS
+
+UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
+STEPS = 6
+
+
+@dataclass(frozen=True)
+class Trial:
+    label: str
+    mutant: str | None  # None: the honest strategy
+    strategy: str
+    workers: int
+    expect_caught: bool
+    events: tuple = ()
+    recovery: str = "shrink"
+    samples: int = UNEVEN_SAMPLES
+    batch_size: int = UNEVEN_BATCH
+    group: str = "mutant"  # mutant | equal | control
+
+    def case(self) -> Case:
+        from mpibench.faults import Schedule
+
+        extra = ["--samples", str(self.samples), "--batch-size", str(self.batch_size)]
+        if self.mutant:
+            extra += ["--mutant", self.mutant]
+        schedule = Schedule(f"selftest-{self.label}", self.workers, tuple(self.events))
+        return Case(self.label, 0, self.workers, self.strategy, self.recovery, STEPS, schedule, tuple(extra))
+
+
+def equal_batches(seed: int, workers: int, min_batch: int = 4, max_batch: int = 16) -> tuple[int, int]:
+    """``(samples, batch_size)`` for which every shard is a whole number of batches."""
+    from .data import shard_sizes
+
+    for samples in range(workers * min_batch, 4096):
+        g = math.gcd(*shard_sizes(seed, samples, workers))
+        for batch in range(min(g, max_batch), min_batch - 1, -1):
+            if g % batch == 0:
+                return samples, batch
+    return workers, 1  # one sample per batch is always equal
+
+
+def fault_events():
+    """The schedules the recovery mutants need (worker 0 is never killed)."""
+    from mpibench.faults import Kill, Partition
+
+    return {
+        "dead-leak": (Kill(2, 1, "mid_reduction", 2),),
+        "stale-rejoin": (Partition(((0, 1), (2,)), 1, 3),),
+        "stale-rejoin/respawn": (Kill(2, 1, "before_compute"),),
+        "double-apply": (Kill(2, 1, "after_apply"),),
+    }
+
+
+def trials() -> list[Trial]:
+    faults = fault_events()
+    plan = []
+    for name in MUTANTS:
+        plan.append(Trial(name, name, "native", 3, True, faults.get(name, ())))
+    plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", 3, True,
+                      faults["stale-rejoin/respawn"], "respawn"))
+    samples, batch = equal_batches(0, 3)
+    for name, mutant in MUTANTS.items():
+        if mutant.weighting:
+            plan.append(Trial(f"{name}/equal", name, "native", 3, False, samples=samples,
+                              batch_size=batch, group="equal"))
+    plan.append(Trial("honest/native", None, "native", 3, False, group="control"))
+    plan.append(Trial("honest/mini-ring", "mini-ring", "native", 3, False, group="control"))
+    for name, events in faults.items():
+        recovery = "respawn" if name.endswith("respawn") else "shrink"
+        plan.append(Trial(f"honest/{name}", "mini-ring" if name == "dead-leak" else None,
+                          "native", 3, False, events, recovery, group="control"))
+    return plan
+
+
+def verdict(trial: Trial, outcome: Outcome) -> tuple[bool, str]:
+    """Whether the trial came out as it must, and the line that says how."""
+    if outcome.outcome == VIOLATION:
+        step, invariant = outcome.first_violation.split(maxsplit=1)
+        text = f"caught by {invariant} at step {step}"
+        return trial.expect_caught, text if trial.expect_caught else f"{text} -- but it must not be"
+    if outcome.outcome == OK:
+        text = f"not distinguishable: 0 violations in {outcome.checks} checks"
+        return (not trial.expect_caught, text if not trial.expect_caught else f"NOT caught ({outcome.checks} checks)")
+    return False, f"job failed ({outcome.first_violation}): {outcome.job.stderr_tail[-300:].strip()}"
+
+
+def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 90.0,
+                 stream=None) -> int:
+    stream = stream or sys.stdout
+    plan = trials()
+    samples, batch = equal_batches(0, 3)
+    start = time.perf_counter()
+    stream.write(f"selftest: {len(plan)} jobs ({sum(t.group == 'mutant' for t in plan)} known-bad reductions), "
+                 f"{jobs} at a time; uneven shards: --samples {UNEVEN_SAMPLES} --batch-size {UNEVEN_BATCH}\n")
+    stream.flush()
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes = list(pool.map(lambda t: run_case(t.case(), out / t.label.replace("/", "_"), mpiexec,
+                                                    deadline_s), plan))
+    good = True
+    titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",
+              "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "
+                       f"--batch-size {batch}: every shard a whole number of batches):",
+              "control": "controls (honest reductions, same settings):"}
+    for group, title in titles.items():
+        stream.write(title + "\n")
+        for trial, outcome in zip(plan, outcomes):
+            if trial.group != group:
+                continue
+            ok, text = verdict(trial, outcome)
+            good &= ok
+            faults = f" [{'; '.join(e.text() for e in trial.events)}, {trial.recovery}]" if trial.events else ""
+            stream.write(f"  {'ok ' if ok else 'BAD'} {trial.label:<28} {text}{faults}\n")
+    caught = sum(1 for t, o in zip(plan, outcomes) if t.group == "mutant" and o.outcome == VIOLATION)
+    mutants = sum(t.group == "mutant" for t in plan)
+    stream.write(f"selftest {'passed' if good else 'FAILED'}: {caught} of {mutants} known-bad reductions caught "
+                 f"in {time.perf_counter() - start:.0f} s; jobs in {out}\n")
+    return 0 if good else 1
