@@ -108,7 +108,10 @@ def judge(case: Case, out_dir: Path, job: JobResult, replay: str) -> Outcome:
     first = f"{bad[0]['step']} {bad[0]['invariant']}" if bad else ""
     invariant = bad[0]["invariant"] if bad else None
     if job.hung:
-        outcome, first = HANG, f"hung: no exit within {job.wall_s:.0f} s"
+        finished = "wall time" in job.stdout_tail  # the summary was printed: stuck on the way out
+        outcome = HANG
+        first = (f"hung at exit after a finished run (killed at the {job.deadline_s:g} s deadline)"
+                 if finished else f"hung: no exit within the {job.deadline_s:g} s deadline")
     elif job.returncode not in (0, 1) or (job.returncode == 1) != bool(bad):
         outcome, first = CRASH, f"job exited {job.returncode}" + (f" after {first}" if first else "")
     else:

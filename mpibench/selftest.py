@@ -113,7 +113,7 @@ def verdict(trial: Trial, outcome: Outcome) -> tuple[bool, str]:
     return False, f"job failed ({outcome.first_violation}): {outcome.job.stderr_tail[-300:].strip()}"
 
 
-def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 90.0,
+def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
                  stream=None) -> int:
     stream = stream or sys.stdout
     plan = trials()
