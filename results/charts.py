@@ -28,7 +28,8 @@ def to_data_uri(fig) -> str:
 def _mark_faults(axes, faults: pd.DataFrame | None) -> None:
     if faults is None or faults.empty:
         return
-    for event in faults.drop_duplicates(["step", "kind"]).itertuples(index=False):
+    events = faults.assign(step=pd.to_numeric(faults["step"], errors="coerce")).dropna(subset=["step"])
+    for event in events.drop_duplicates(["step", "kind"]).itertuples(index=False):
         colour = KILL_COLOUR if str(event.kind) == "kill" else OTHER_FAULT_COLOUR
         for ax in axes:
             ax.axvline(float(event.step), color=colour, linestyle=":", linewidth=1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 
 import pandas as pd
 from mpi4py import MPI
@@ -69,4 +70,8 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
     comparison.to_csv(os.path.join(out_dir, "comparison.csv"), index=False)
     runinfo.update(out_dir, {"calibration": cal.as_dict(), "model_options": options,
                              "scaling_plan": plan.__dict__})
-    build(out_dir)
+    try:
+        build(out_dir)
+    except Exception as exc:  # noqa: BLE001 - a report bug must not cost the run its verdict
+        print(f"mpibench: report.html not built ({type(exc).__name__}: {exc}); "
+              f"rebuild it with: python -m mpibench report {out_dir}", file=sys.stderr, flush=True)
