@@ -174,6 +174,32 @@ def run(strategy, scenario, mutant, **kw):
 
 
 @main.command()
+@click.option("--sizes", default="4K,1M,16M", show_default=True,
+              help="message sizes, comma-separated (4K, 1M, 16MiB, 512)")
+@click.option("--strategies", default="ring,ps,native", show_default=True, help="strategies, comma-separated")
+@click.option("--iterations", type=int, default=20, show_default=True, help="timed calls per size")
+@click.option("--warmup", type=int, default=5, show_default=True, help="untimed calls before them")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the input values")
+@click.option("--bucket-bytes", default="1M", show_default=True, help="ring all-reduce bucket cap")
+@click.option("--ps-shards", type=int, default=0, show_default=True,
+              help="parameter-server shards (0: one per rank)")
+@click.option("--device", type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
+              help="where the buffers live and are reduced")
+@click.option("--out", type=click.Path(file_okay=False), default="mpibench-out", show_default=True,
+              help="output folder for bench.csv")
+def bench(sizes, strategies, iterations, warmup, seed, bucket_bytes, ps_shards, device, out):
+    """Collective microbenchmarks (under mpirun): time, bandwidth and a result check per size.
+
+    busbw = algbw * 2(p-1)/p as in nccl-tests; exit 1 if any reduction was wrong.
+    """
+    from .bench import bench_command
+
+    sizes_bytes = [size_option(s) for s in sizes.split(",") if s.strip()]
+    sys.exit(_guarded(lambda: bench_command(sizes_bytes, strategies, iterations, warmup, seed,
+                                            size_option(bucket_bytes), ps_shards, device, out)))
+
+
+@main.command()
 @click.option("--seeds", type=int, default=10, show_default=True, help="seeds per worker count and strategy")
 @click.option("--workers", default="2,3,5,8", show_default=True, help="worker counts, comma-separated")
 @click.option("--strategies", default="ring,ps", show_default=True, help="strategies, comma-separated")
@@ -229,11 +255,18 @@ def selftest(jobs, out, mpiexec):
 @main.command()
 def scenarios():
     """The named fault scenarios, one line each."""
-    from mpibench.faults.schedule import SCENARIOS
+    from mpibench.faults.scenarios import describe
 
-    width = max(len(n) for n in SCENARIOS)
-    for name, text in SCENARIOS.items():
-        click.echo(f"{name:<{width}}  {text}")
+    for line in describe():
+        click.echo(line)
+
+
+@main.command(name="_replacement", hidden=True)
+def replacement():
+    """Internal: a replacement worker spawned by the survivors (--recovery respawn)."""
+    from mpibench.faults.respawn import replacement_main
+
+    sys.exit(_guarded(replacement_main))
 
 
 @main.command()
