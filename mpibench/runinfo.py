@@ -14,7 +14,7 @@ from .records import SCHEMA_VERSION
 def mpi_library() -> dict:
     from mpi4py import MPI
 
-    version = MPI.Get_library_version().strip().splitlines()[0]
+    version = MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0]
     return {"library": version, "standard": "%d.%d" % MPI.Get_version(),
             "mpi4py": metadata.version("mpi4py")}
 

@@ -75,8 +75,13 @@ def calibration_of(info: dict) -> Calibration | None:
 
 
 # ----------------------------------------------------------------------------- html helpers
+CONTROL_CHARS = dict.fromkeys(c for c in range(32) if chr(c) not in "\t\n\r")
+
+
 def esc(value) -> str:
-    return html.escape("" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value))
+    """HTML-escaped text, without control characters (an MPI version string ends in NUL)."""
+    text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+    return html.escape(text.translate(CONTROL_CHARS))
 
 
 def fmt(value, digits: int = 3) -> str:
@@ -224,8 +229,27 @@ def section_bench(info, cal, bench, scaling, comparison) -> str:
     if comparison is None or comparison.empty:
         parts.append(missing("comparison.csv"))
     else:
+        if cal is not None:
+            parts.append(model_summary(comparison, cal))
         parts.append(comparison_table(comparison))
     return "\n".join(parts)
+
+
+def model_summary(comparison: pd.DataFrame, cal: Calibration) -> str:
+    """Where the model's one-core-per-rank assumption holds and where it does not, in counts."""
+    rows = []
+    fits = comparison.ranks.astype(int) <= cal.cores
+    for label, part in (("p ≤ cores (assumptions hold)", comparison[fits]),
+                        ("p > cores (ranks share cores)", comparison[~fits])):
+        if part.empty:
+            continue
+        within = part.within.astype(str).str.lower() == "true"
+        codes = part.cause_codes.astype(str)
+        rows.append([label, len(part), int(within.sum()), int((~within).sum()),
+                     int(codes.str.contains("oversubscribed").sum()),
+                     float(part.error.abs().median())])
+    return table(["where", "points", "within tolerance", "flagged", "flagged: more ranks than cores",
+                  "median |model error|"], rows)
 
 
 def bench_side_by_side(bench: pd.DataFrame) -> str:

@@ -97,7 +97,7 @@ def write_run_dir(out: Path, *, with_sweep=True, with_bench=True, with_scaling=T
         pd.DataFrame(add_speedups(rows), columns=SCALING_COLUMNS).to_csv(out / "scaling.csv", index=False)
     info = {"schema_version": 1, "seed": 0, "ranks": 4, "hosts": ["node1"], "cores_on_this_host": 2,
             "config": {"strategy": "native", "scenario": "none", "steps": 12, "seed": 0},
-            "mpi": {"library": "Open MPI v5"}, "ulfm": {"active": True},
+            "mpi": {"library": "Open MPI v5\u0000"}, "ulfm": {"active": True},
             "calibration": calibration().as_dict(), "model_options": {"bucket_bytes": 1 << 20, "ps_shards": 0}}
     (out / "run.json").write_text(json.dumps(info))
     return out
@@ -149,6 +149,12 @@ def test_invariant_table_counts_checks_and_violations(page):
 
 def test_text_from_the_csvs_is_escaped(page):
     assert "<b>3.2x</b>" not in page and "&lt;b&gt;3.2x&lt;/b&gt;" in page
+    assert "\x00" not in page and "Open MPI v5<" in page  # the NUL ending the MPI version is dropped
+
+
+def test_model_summary_splits_points_by_cores(page):
+    summary = page.split("<th>where</th>")[1].split("</table>")[0]
+    assert "p ≤ cores (assumptions hold)" in summary and "p &gt; cores (ranks share cores)" in summary
 
 
 def test_assumptions_are_printed_with_the_modelled_figures(page):
