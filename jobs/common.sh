@@ -62,19 +62,29 @@ MPIRUN="$(command -v mpirun || true)"
 export MPIBENCH_MPIEXEC="${MPIBENCH_MPIEXEC:-$MPIRUN $MPIBENCH_MPIRUN_FLAGS}"
 export PYTHONUNBUFFERED=1
 
-mpibench_launch() {  # python -m mpibench "$@" on the allocation's tasks (or -n N first)
-    local ntasks="$SLURM_NTASKS"
-    if [[ "${1:-}" == -n ]]; then ntasks="$2"; shift 2; fi
+mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on the allocation
+    local nodes="${SLURM_NNODES:-1}" ntasks="$SLURM_NTASKS"
+    while [[ "${1:-}" == -N || "${1:-}" == -n ]]; do
+        if [[ "$1" == -N ]]; then nodes="$2"; else ntasks="$2"; fi
+        shift 2
+    done
+    local per_node=$(( (ntasks + nodes - 1) / nodes ))
     case "$MPIBENCH_LAUNCH" in
         mpirun)
             [[ -n "$MPIRUN" ]] || mpibench_fail "no mpirun on PATH (MPIBENCH_LAUNCH=mpirun)"
+            # ppr: PER_NODE ranks on each node in turn, so the job spans the first NODES nodes.
             # shellcheck disable=SC2086  # the flags are a word list
-            "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS -n "$ntasks" "$PY" -m mpibench "$@" ;;
+            "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS --map-by "ppr:$per_node:node" -n "$ntasks" \
+                "$PY" -m mpibench "$@" ;;
         srun)
-            srun --mpi=pmix --ntasks="$ntasks" "$PY" -m mpibench "$@" ;;
+            srun --mpi=pmix --nodes="$nodes" --ntasks="$ntasks" "$PY" -m mpibench "$@" ;;
         *)
             mpibench_fail "MPIBENCH_LAUNCH must be mpirun or srun, not '$MPIBENCH_LAUNCH'" ;;
     esac
+}
+
+mpibench_finish_part() {  # DIR STATUS: record a part's exit status for the merge step
+    echo "$2" > "$1/exit_status"
 }
 
 mpibench_banner() {  # where and how this job runs, for the job log

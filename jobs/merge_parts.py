@@ -48,6 +48,8 @@ def merge(name: str, parts: list[Path], out: Path,
         fields, part_rows = read_rows(path)
         columns += [c for c in fields if c not in columns]
         rows += [{**row, "part": part.name} for row in part_rows]
+    if not columns:  # no part had the CSV: write nothing rather than an empty table
+        return rows, problems
     out.mkdir(parents=True, exist_ok=True)
     with (out / name).open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns + ["part"], restval="")

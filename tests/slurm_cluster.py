@@ -118,18 +118,38 @@ class SlurmCluster:
                 del self.env[name]
 
     # ------------------------------------------------------------------ start
-    def start(self, timeout_s: float = 30) -> "SlurmCluster":
+    def start(self, timeout_s: float = 30, attempts: int = 3) -> "SlurmCluster":
         for sub in ("munge", "state", "spool", "run", "log"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._start_munge()
         (self.root / "plugstack.conf").write_text("")
+        # The ports are free when picked but another process may take one before
+        # the daemons bind it: then they exit, and a second pick is tried.
+        for attempt in range(attempts):
+            try:
+                self._start_slurm(timeout_s)
+                return self
+            except RuntimeError:
+                self._stop_slurm()
+                if attempt == attempts - 1:
+                    self.stop()
+                    raise
+        return self
+
+    def _start_slurm(self, timeout_s: float) -> None:
         self.conf.write_text(SLURM_CONF.format(
             host=self.host, ctld_port=_free_port(), slurmd_port=_free_port(),
             user=_user_name(), munge_socket=self.munge_socket, root=self.root, cpus=self.cpus))
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
         self._spawn("slurmd", ["slurmd", "-D", "-N", self.host, "-f", str(self.conf)])
         self._wait_idle(timeout_s)
-        return self
+
+    def _stop_slurm(self) -> None:
+        for name in ("slurmd", "slurmctld"):
+            proc = self.procs.pop(name, None)
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
     @property
     def munge_socket(self) -> Path:
@@ -216,6 +236,7 @@ class SlurmCluster:
     def stop(self) -> None:
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             self.run(["scancel", "--full", f"--user={_user_name()}"], check=False, timeout_s=10)
+            self._wait_quiet(10)
         for name in reversed(DAEMONS):
             proc = self.procs.get(name)
             if proc is None or proc.poll() is not None:
@@ -226,6 +247,35 @@ class SlurmCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        # Anything a job left behind (slurmstepd, mpirun, ranks) carries this
+        # cluster's SLURM_CONF in its environment: end those, by PID.
+        for pid in self.leftover_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _wait_quiet(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            queue = self.run(["squeue", "--noheader"], check=False)
+            if queue.returncode != 0 or not queue.stdout.strip():
+                return
+            time.sleep(0.2)
+
+    def leftover_pids(self) -> list[int]:
+        """PIDs of live processes started under this cluster (found by SLURM_CONF)."""
+        marker = f"SLURM_CONF={self.conf}".encode() + b"\0"
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if marker in (entry / "environ").read_bytes() + b"\0":
+                    found.append(int(entry.name))
+            except OSError:  # gone, or not ours to read
+                continue
+        return found
 
     def __enter__(self) -> "SlurmCluster":
         return self.start()

@@ -125,14 +125,33 @@ def check_run_folder(out: Path, ranks: int, ulfm: bool) -> None:
 
 
 
+# Kill scenarios need ULFM, which Open MPI has only under mpirun --with-ft ulfm:
+# these runs prove it works inside a Slurm allocation, respawn included.
+FAULT_RUNS = [(4, ["--strategy", "ring", "--scenario", "kill-mid-reduction"]),
+              (8, ["--strategy", "ps", "--scenario", "kill-before-compute", "--recovery", "respawn"])]
+
+
 @pytest.mark.slurm
-@pytest.mark.parametrize("tasks", [4, 8])
-def test_main_job_with_embedded_mpirun(submit, tasks):
-    job = submit("mpibench.sbatch", *SMALL, tasks=tasks)
+@pytest.mark.parametrize("tasks,args", FAULT_RUNS, ids=["4-ring-kill", "8-ps-kill-respawn"])
+def test_fault_run_with_embedded_mpirun(submit, tasks, args):
+    job = submit("mpibench.sbatch", "run", *args, *SMALL, tasks=tasks)
     assert job.returncode == 0, job.text
     out = submit.results / f"mpibench-{job.job_id}"
     check_run_folder(out, tasks, ulfm=True)
     assert f"{tasks} tasks" in job.log and "launcher: mpirun" in job.log
+    kills = [f for f in read_csv(out / "faults.csv") if f["kind"] == "kill"]
+    assert len(kills) == 1, "the scheduled rank really died"
+
+
+@pytest.mark.slurm
+@pytest.mark.skipif(os.environ.get("MPIBENCH_SLURM_FULL") != "1",
+                    reason="the full main job takes minutes here; set MPIBENCH_SLURM_FULL=1")
+def test_full_main_job(submit):
+    job = submit("mpibench.sbatch", *SMALL, tasks=4)
+    assert job.returncode == 0, job.text
+    out = submit.results / f"mpibench-{job.job_id}"
+    check_run_folder(out, 4, ulfm=True)
+    assert (out / "report.html").exists() and (out / "comparison.csv").exists()
 
 
 @pytest.mark.slurm
@@ -194,3 +213,15 @@ def test_failing_sweep_fails_the_merge(cluster, tmp_path):
     array, merged, logs, out = sweep_array_and_merge(cluster, tmp_path, ["--steps", "-1"])
     assert merged.returncode == 1, merged.text + logs
     assert "problem: slice-0" in merged.log and "problem: slice-1" in merged.log
+
+
+# ---------------------------------------------------------------- scaling
+@pytest.mark.slurm
+@pytest.mark.parametrize("tasks", [4, 8])
+def test_scaling_job_runs_each_node_count_and_merges(submit, tasks):
+    job = submit("scaling.sbatch", "run", "--strategy", "ring", *SMALL, tasks=tasks)
+    assert job.returncode == 0, job.text
+    out = submit.results / f"scaling-{job.job_id}"
+    check_run_folder(out / "nodes-1", tasks, ulfm=True)
+    assert (out / "nodes-1" / "exit_status").read_text().strip() == "0"
+    assert (out / "report.html").exists()
