@@ -87,10 +87,17 @@ def earlier(event) -> Iterator:
 
 
 def without_worker(event, gone: int):
-    """``event`` in a world without worker ``gone`` (the highest one); None if it no longer applies."""
+    """``event`` in a world without worker ``gone``, higher ranks renumbered down by one.
+
+    None when the event no longer applies (it was about ``gone``, or a cut
+    lost a side).
+    """
+    def renumber(rank: int) -> int:
+        return rank - 1 if rank > gone else rank
+
     if isinstance(event, (Kill, Delay)):
-        return None if event.rank == gone else event
-    sides = tuple(tuple(r for r in side if r != gone) for side in event.sides)
+        return None if event.rank == gone else replace(event, rank=renumber(event.rank))
+    sides = tuple(tuple(renumber(r) for r in side if r != gone) for side in event.sides)
     sides = tuple(s for s in sides if s)
     return replace(event, sides=sides) if len(sides) >= 2 else None
 
@@ -107,9 +114,9 @@ def simpler(c: Candidate, violation_step: int | None = None) -> Iterator[Candida
         for moved in earlier(event):
             yield with_events(c, events[:i] + [moved] + events[i + 1:])
     if c.workers > MIN_WORKERS:
-        gone = c.workers - 1
-        kept = [e for e in (without_worker(e, gone) for e in events) if e is not None]
-        yield with_events(c, kept, workers=gone)
+        for gone in range(c.workers - 1, 0, -1):  # worker 0 records the run: it stays
+            kept = [e for e in (without_worker(e, gone) for e in events) if e is not None]
+            yield with_events(c, kept, workers=c.workers - 1)
 
 
 def is_valid(c: Candidate) -> bool:

@@ -64,10 +64,9 @@ class SweepSettings:
 
 
 # ---------------------------------------------------------------------------- running
-def run_sweep(plan: SweepPlan, settings: SweepSettings, stream=None) -> list[Outcome]:
-    """Run every case of ``plan``; write sweep.csv and findings.csv; shrink violations."""
+def run_sweep(cases: list[Case], settings: SweepSettings, stream=None) -> list[Outcome]:
+    """Run ``cases``; write sweep.csv and findings.csv; shrink the violating ones."""
     stream = stream or sys.stderr
-    cases = plan.cases()
     settings.out.mkdir(parents=True, exist_ok=True)
     progress = Progress(len(cases), stream)
     done: dict[int, Outcome] = {}
@@ -203,7 +202,7 @@ def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: i
                f"{','.join(names)} = {seeds * len(worker_counts) * len(names)} cases, {jobs} at a time; "
                f"launcher: {shlex.join(argv)}", err=True)
     start = time.perf_counter()
-    outcomes = run_sweep(plan, settings)
+    outcomes = run_sweep(plan.cases(), settings)
     click.echo(summary_text(outcomes, time.perf_counter() - start))
     click.echo(f"sweep.csv and findings.csv in {out}")
     return 0 if all(o.outcome == OK for o in outcomes) else 1

@@ -1,0 +1,117 @@
+"""The sweep driver: plan, findings that are never dropped, exact replay, shrinking."""
+import os
+import shlex
+import stat
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mpirun import mpi_env, mpirun_command
+from mpibench.cases import CRASH, HANG, OK, VIOLATION, judge
+from mpibench.launch import JobResult
+from mpibench.records import SWEEP_COLUMNS
+from mpibench.sweep import SweepPlan, SweepSettings, run_sweep, summary_text
+
+
+def test_plan_is_seed_major_deterministic_and_alternates_recovery():
+    plan = SweepPlan(seeds=4, workers=(2, 5), strategies=("ring", "ps"), steps=6, first_seed=10)
+    cases = plan.cases()
+    assert len(cases) == 4 * 2 * 2 and len({c.case_id for c in cases}) == len(cases)
+    assert [c.case_id for c in cases] == [c.case_id for c in plan.cases()]
+    assert [c.schedule for c in cases] == [c.schedule for c in plan.cases()]
+    assert {c.recovery for c in cases if c.seed % 2} == {"respawn"}
+    assert {c.recovery for c in cases if c.seed % 2 == 0} == {"shrink"}
+    ring, ps = (c for c in cases if c.seed == 10 and c.workers == 5)
+    assert ring.schedule == ps.schedule  # identical schedules under both strategies
+
+
+def fake_launcher(tmp_path, body: str) -> list[str]:
+    script = tmp_path / "fake-mpiexec"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return [str(script)]
+
+
+@pytest.mark.parametrize("body,outcome,needle", [
+    ("echo 'rank 1 fell over: segfault' >&2; exit 139", CRASH, "exited 139"),
+    ("echo 'waiting forever' >&2; exec sleep 30", HANG, "hung"),
+])
+def test_broken_jobs_are_findings_with_their_stderr(tmp_path, body, outcome, needle):
+    settings = SweepSettings(tmp_path / "out", fake_launcher(tmp_path, body), jobs=2, case_deadline_s=2)
+    outcomes = run_sweep(SweepPlan(2, (2, 3), ("ring",), 4).cases(), settings, stream=open(os.devnull, "w"))
+    assert [o.outcome for o in outcomes] == [outcome] * 4
+    sweep = pd.read_csv(tmp_path / "out" / "sweep.csv", keep_default_na=False)
+    assert list(sweep.columns[:len(SWEEP_COLUMNS)]) == SWEEP_COLUMNS
+    assert len(sweep) == 4 and (sweep.outcome == outcome).all()
+    assert sweep.first_violation.str.contains(needle).all()
+    findings = pd.read_csv(tmp_path / "out" / "findings.csv", keep_default_na=False)
+    assert len(findings) == 4 and findings.stderr_tail.str.contains(body.split("'")[1]).all()
+    assert "4 cases" in summary_text(outcomes, 1.0)
+
+
+def test_exit_1_without_a_recorded_violation_is_a_crash_not_a_violation(tmp_path):
+    case = SweepPlan(1, (2,), ("ring",), 4).cases()[0]
+    (tmp_path / "invariants.csv").write_text("scenario,strategy,step,invariant,passed,detail\n")
+    result = judge(case, tmp_path, JobResult(1, 0.1, 10, "", "Traceback ..."), "replay")
+    assert result.outcome == CRASH
+    (tmp_path / "invariants.csv").write_text("scenario,strategy,step,invariant,passed,detail\n"
+                                             "x,ring,3,replicas,false,differ\nx,ring,4,data,unknown,raised\n")
+    result = judge(case, tmp_path, JobResult(1, 0.1, 10, "", ""), "replay")
+    assert (result.outcome, result.violations, result.first_violation) == (VIOLATION, 2, "3 replicas")
+
+
+# ---------------------------------------------------------------------------- with MPI
+def deterministic(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[[c for c in frame.columns if not c.endswith("_s")]]
+
+
+# (workers, seed, strategy): kills at several phases, a partition that heals, both recoveries.
+REPLAY_CASES = [(3, 25, "ring"), (4, 2, "ps"), (4, 13, "ring")]
+
+
+@pytest.mark.mpi
+def test_replay_command_reproduces_the_rows_exactly(tmp_path):
+    cases = [c for w, seed, strategy in REPLAY_CASES
+             for c in SweepPlan(1, (w,), (strategy,), 8, first_seed=seed).cases()]
+    kinds = {e.kind for c in cases for e in c.schedule.events}
+    assert {"kill", "partition", "delay"} <= kinds and {c.recovery for c in cases} == {"shrink", "respawn"}
+    settings = SweepSettings(tmp_path, mpirun_command(), jobs=2, case_deadline_s=60)
+    outcomes = run_sweep(cases, settings, stream=open(os.devnull, "w"))
+    assert [o.outcome for o in outcomes] == [OK] * len(cases), summary_text(outcomes, 1)
+    injected = {k for o in outcomes for k in o.faults_injected}
+    assert {"kill", "respawn"} <= injected, injected
+    for o in outcomes:
+        folder = tmp_path / "cases" / o.case.case_id
+        replay = subprocess.run(shlex.split(o.replay), env=mpi_env(), capture_output=True, text=True,
+                                timeout=90, start_new_session=True)
+        assert replay.returncode == 0, replay.stderr[-2000:]
+        for name in ("steps.csv", "invariants.csv", "faults.csv"):
+            first = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))
+            again = deterministic(pd.read_csv(folder / "replay" / name, keep_default_na=False))
+            assert len(first) and first.equals(again), f"{o.case.case_id} {name} differs on replay"
+        row = judge(o.case, folder / "replay", o.job, o.replay).row()
+        assert {k: v for k, v in row.items() if not k.endswith("_s")} == \
+               {k: v for k, v in o.row().items() if not k.endswith("_s")}
+
+
+@pytest.mark.mpi
+def test_a_violation_is_shrunk_and_the_minimal_command_still_fails(tmp_path):
+    cases = SweepPlan(1, (4,), ("ring",), 8, first_seed=24, extra=("--mutant", "unweighted",
+                                                                    "--samples", "100")).cases()
+    settings = SweepSettings(tmp_path, mpirun_command(), jobs=1, case_deadline_s=60, shrink_runs=6)
+    log = tmp_path / "log.txt"
+    with open(log, "w") as stream:
+        (outcome,) = run_sweep(cases, settings, stream=stream)
+    assert outcome.outcome == VIOLATION and outcome.first_invariant == "equivalence"
+    assert outcome.minimal and outcome.minimal != outcome.replay
+    text = log.read_text()
+    assert f"original: {outcome.replay}" in text and f"minimal:  {outcome.minimal}" in text
+    args = shlex.split(outcome.minimal)
+    assert int(args[args.index("--steps") + 1]) < 8
+    again = subprocess.run(args, env=mpi_env(), capture_output=True, text=True, timeout=60,
+                           start_new_session=True)
+    assert again.returncode == 1 and "equivalence" in again.stdout
+    sweep = pd.read_csv(tmp_path / "sweep.csv", keep_default_na=False)
+    assert sweep.minimal_replay[0] == outcome.minimal
