@@ -202,3 +202,18 @@ def bench_command(sizes_bytes, strategies_text: str, iterations: int, warmup: in
             print(f"bench: {errors} wrong elements: a reduction gave a wrong sum", flush=True)
         return 1
     return 0
+
+
+# The main job's benchmark: small sizes and few calls, so it adds seconds, not minutes.
+MAIN_JOB_SIZES = (4 << 10, 64 << 10, 1 << 20)
+MAIN_JOB_STRATEGIES = ("ring", "ps", "native")
+
+
+def main_job_bench(comm: MPI.Comm, out_dir: str, config, backend, progress=None) -> list[dict]:
+    """The benchmarks at the end of the main job: rows in ``out_dir/bench.csv``."""
+    if progress is not None:
+        progress(f"benchmarks ({', '.join(MAIN_JOB_STRATEGIES)}; "
+                 f"{', '.join(human_bytes(n) for n in MAIN_JOB_SIZES)}) ...")
+    options = {"bucket_bytes": config.bucket_bytes, "ps_shards": config.ps_shards}
+    return run_bench(comm, list(MAIN_JOB_STRATEGIES), list(MAIN_JOB_SIZES), backend, out_dir,
+                     iterations=10, warmup=2, seed=config.seed, options=options)
