@@ -132,14 +132,19 @@ step kernels 60 "$PY" benchmarks/kernels.py --device "$DEVICE" --sizes $KERNEL_S
 
 # ------------------------------------------------------------------ strategies on the device
 WORK=$(mktemp -d)
+ITERATIONS=${GPU_CHECK_ITERATIONS:-10}
 for P in 1 2; do
-    limit=$((P == 1 ? 60 : 120))
+    limit=$((P == 1 ? 70 : 130))
     # shellcheck disable=SC2086 - the flags are words
     step "bench-p$P" $limit "$MPIRUN" -n $P $MPIRUN_FLAGS "$PY" -m mpibench bench --device "$DEVICE" \
-        --sizes "$SIZES" --strategies ring,ps,native --out "$WORK/p$P"
+        --sizes "$SIZES" --strategies ring,ps,native --iterations "$ITERATIONS" --warmup 2 --out "$WORK/p$P"
     cp "$WORK/p$P/bench.csv" "$OUT/bench-p$P.csv" 2>/dev/null || true
 done
-cp "$WORK/p2/run.json" "$OUT/run-p2.json" 2>/dev/null || true
+# A short training run on 2 ranks: its run.json records the device and the transfer path.
+# shellcheck disable=SC2086
+step run-p2 30 "$MPIRUN" -n 2 $MPIRUN_FLAGS "$PY" -m mpibench run --strategy ring --device "$DEVICE" \
+    --steps 4 --out "$WORK/run"
+cp "$WORK/run/run.json" "$OUT/run-p2.json" 2>/dev/null || true
 rm -rf "$WORK"
 
 # ------------------------------------------------------------------ summary
