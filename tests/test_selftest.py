@@ -1,0 +1,67 @@
+"""The self-test: known-bad reductions are caught, equal batches hide the weighting ones."""
+import io
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mpirun import mpirun_command, run_cli
+from mpibench.cases import CRASH, OK, VIOLATION, Outcome
+from mpibench.data import shard_sizes
+from mpibench.launch import JobResult
+from mpibench.mutants import MUTANTS
+from mpibench.selftest import equal_batches, run_selftest, trials, verdict
+from mpibench.sync import STRATEGIES
+
+REQUIRED = {"unweighted", "numerator-only", "offset-blind", "bounds-only", "variance-within",
+            "dead-leak", "stale-rejoin", "double-apply"}
+
+
+def test_every_required_mutant_is_tried_and_none_is_a_production_strategy():
+    assert REQUIRED <= set(MUTANTS)
+    assert not set(MUTANTS) & set(STRATEGIES)
+    tried = {t.mutant for t in trials() if t.group == "mutant"}
+    assert REQUIRED <= tried
+    assert {t.mutant for t in trials() if t.group == "equal"} == {"unweighted", "numerator-only"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 8))
+def test_equal_batches_makes_every_shard_whole_batches(seed, workers):
+    samples, batch = equal_batches(seed, workers)
+    assert all(size % batch == 0 for size in shard_sizes(seed, samples, workers))
+
+
+def outcome(kind, first="", checks=36):
+    return Outcome(trials()[0].case(), kind, 6, checks, int(kind == VIOLATION), first,
+                   first.split()[1] if first else None, "replay", JobResult(0, 1.0, 60, "", "boom"))
+
+
+@pytest.mark.parametrize("expect,result,good,needle", [
+    (True, outcome(VIOLATION, "1 equivalence"), True, "caught by equivalence at step 1"),
+    (True, outcome(OK), False, "NOT caught"),
+    (False, outcome(OK), True, "not distinguishable: 0 violations in 36 checks"),
+    (False, outcome(VIOLATION, "2 replicas"), False, "must not be"),
+    (True, outcome(CRASH, "job exited 139"), False, "job failed"),
+])
+def test_verdicts(expect, result, good, needle):
+    trial = next(t for t in trials() if t.expect_caught == expect)
+    ok, text = verdict(trial, result)
+    assert ok is good and needle in text
+
+
+def test_mutants_are_out_of_reach_of_normal_options():
+    job = run_cli(["run", "--mutant", "no-such-mutant"], timeout=60)
+    assert job.returncode == 2 and "unknown mutant" in job.stderr and "Traceback" not in job.text
+    assert "--mutant" not in run_cli(["run", "--help"]).stdout
+
+
+@pytest.mark.mpi
+def test_selftest_catches_and_the_equal_batch_control_does_not(tmp_path):
+    stream = io.StringIO()
+    only = {"unweighted", "offset-blind", "variance-within", "unweighted/equal", "honest/native"}
+    code = run_selftest(tmp_path, mpirun_command(), jobs=2, stream=stream, only=only)
+    text = stream.getvalue()
+    assert code == 0, text
+    assert "unweighted                   caught by equivalence at step 1" in text
+    assert "unweighted/equal             not distinguishable" in text
+    assert "selftest passed: 3 of 3 known-bad reductions caught" in text
