@@ -15,6 +15,15 @@ import matplotlib.pyplot as plt  # noqa: E402  (the back-end must be chosen firs
 import pandas as pd  # noqa: E402
 
 DPI = 80
+PALETTE = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+# Ring and PS usually give identical curves: the second is drawn dashed over the first.
+LINE_STYLES = [{"linewidth": 3, "alpha": 0.55}, {"linewidth": 1.4, "linestyle": "--"}, {"linewidth": 1, "linestyle": ":"}]
+
+
+def colour_of(strategy: str) -> str:
+    order = ["ring", "ps", "native"]
+    index = order.index(strategy) if strategy in order else len(order) + sum(map(ord, strategy))
+    return PALETTE[index % len(PALETTE)]
 KILL_COLOUR, OTHER_FAULT_COLOUR = "#c0392b", "#e67e22"
 
 
@@ -37,11 +46,12 @@ def _mark_faults(axes, faults: pd.DataFrame | None) -> None:
 
 def scenario_chart(scenario: str, steps: pd.DataFrame, faults: pd.DataFrame | None) -> str:
     """Loss and effective batch against step, one line per strategy; faults as dotted lines."""
-    fig, (loss_ax, batch_ax) = plt.subplots(1, 2, figsize=(10, 3.2))
-    for strategy, rows in steps.groupby("strategy", sort=True):
+    fig, (loss_ax, batch_ax) = plt.subplots(1, 2, figsize=(13, 3.4))
+    for i, (strategy, rows) in enumerate(steps.groupby("strategy", sort=True)):
         rows = rows.sort_values("step")
-        loss_ax.plot(rows.step, pd.to_numeric(rows.loss_mean, errors="coerce"), label=strategy)
-        batch_ax.step(rows.step, rows.effective_batch, where="post", label=strategy)
+        style = {"color": colour_of(str(strategy)), **LINE_STYLES[min(i, len(LINE_STYLES) - 1)]}
+        loss_ax.plot(rows.step, pd.to_numeric(rows.loss_mean, errors="coerce"), label=strategy, **style)
+        batch_ax.step(rows.step, rows.effective_batch, where="mid", label=strategy, **style)
     _mark_faults((loss_ax, batch_ax), faults)
     loss_ax.set(title=f"{scenario}: loss", xlabel="step", ylabel="mean loss")
     batch_ax.set(title=f"{scenario}: effective batch", xlabel="step", ylabel="samples in the update")
@@ -62,8 +72,9 @@ def scaling_chart(scaling: pd.DataFrame, cores: int | None) -> str:
         for (strategy, tag), line in rows.groupby(["strategy", "tag"], sort=True):
             line = line.sort_values("ranks")
             style = "-o" if tag == "measured" else "--x"
-            time_ax.plot(line.ranks, line.step_time_s * 1e3, style, label=f"{strategy} {tag}")
-            speed_ax.plot(line.ranks, pd.to_numeric(line.speedup, errors="coerce"), style,
+            colour = colour_of(str(strategy))
+            time_ax.plot(line.ranks, line.step_time_s * 1e3, style, color=colour, label=f"{strategy} {tag}")
+            speed_ax.plot(line.ranks, pd.to_numeric(line.speedup, errors="coerce"), style, color=colour,
                           label=f"{strategy} {tag}")
         top = int(rows.ranks.max())
         speed_ax.plot([1, top], [1, top], ":", color="grey", label="ideal")
@@ -87,7 +98,7 @@ def bench_chart(bench: pd.DataFrame) -> str:
     for (strategy, tag), line in rows.groupby(["strategy", "tag"], sort=True):
         line = line.sort_values("bytes")
         ax.plot(line.bytes, line.time_avg_s * 1e6, "-o" if tag == "measured" else "--x",
-                label=f"{strategy} {tag}")
+                color=colour_of(str(strategy)), label=f"{strategy} {tag}")
     ax.set(xscale="log", yscale="log", xlabel="bytes", ylabel="microseconds",
            title=f"collective time on {ranks} ranks")
     ax.grid(alpha=0.3, which="both")
