@@ -219,9 +219,20 @@ def test_failing_sweep_fails_the_merge(cluster, tmp_path):
 @pytest.mark.slurm
 @pytest.mark.parametrize("tasks", [4, 8])
 def test_scaling_job_runs_each_node_count_and_merges(submit, tasks):
-    job = submit("scaling.sbatch", "run", "--strategy", "ring", *SMALL, tasks=tasks)
+    bench = ["bench", "--sizes", "4K,64K", "--strategies", "ring,native", "--iterations", "3"]
+    job = submit("scaling.sbatch", *bench, tasks=tasks)
     assert job.returncode == 0, job.text
     out = submit.results / f"scaling-{job.job_id}"
-    check_run_folder(out / "nodes-1", tasks, ulfm=True)
     assert (out / "nodes-1" / "exit_status").read_text().strip() == "0"
+    rows = read_csv(out / "bench.csv")
+    assert {(r["part"], r["ranks"], r["strategy"]) for r in rows} == {
+        ("nodes-1", str(tasks), s) for s in ("ring", "native")}
+    assert {r["errors"] for r in rows} == {"0"}
     assert (out / "report.html").exists()
+
+
+@pytest.mark.slurm
+def test_failing_scaling_point_fails_the_job(submit):
+    job = submit("scaling.sbatch", "bench", "--sizes", "4X", tasks=4)
+    assert job.returncode != 0, job.text
+    assert (submit.results / f"scaling-{job.job_id}" / "nodes-1" / "exit_status").read_text() != "0\n"
