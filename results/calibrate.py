@@ -27,6 +27,7 @@ from mpi4py import MPI
 from mpibench.comm import Comm
 
 from .calibration import Calibration
+from .hostload import HostLoad
 
 PING_SIZES_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20)
 GAMMA_CACHE_BYTES = 64 << 10
@@ -47,6 +48,18 @@ def cores_available() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def fit_alpha_beta(points) -> tuple[float, float]:
+    """``t(n) = alpha + n*beta`` anchored at the smallest message: beta is the
+    least-squares slope through that point (never negative), alpha the line's value at 0.
+
+    More robust on a noisy host than a free intercept, which one slow large-message
+    point can drive below zero: here alpha stays within the smallest message's time."""
+    sizes, times = (np.asarray(v, float) for v in zip(*sorted(points)))
+    dx, dt = sizes - sizes[0], times - times[0]
+    beta = max(float(np.dot(dx, dt) / np.dot(dx, dx)), 0.0) if np.dot(dx, dx) > 0 else 0.0
+    return max(float(times[0] - beta * sizes[0]), 0.0), beta
 
 
 def fit_line(xs, ys) -> tuple[float, float]:
@@ -183,6 +196,7 @@ def calibrate(world: MPI.Comm, config) -> Calibration:
     """Measure every figure (collective: every rank of ``world`` calls it)."""
     from mpibench.runinfo import this_host
 
+    load = HostLoad(world)
     pings = ping_pong(world)
     with blas_one_thread():
         step_pings = ping_pong(world, local_step(config, config.batch_size))
@@ -199,23 +213,25 @@ def calibrate(world: MPI.Comm, config) -> Calibration:
         idle_until_released(world)
     gamma_cache, gamma_memory, fixed, per_sample, overhead = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
-    alpha, beta = fit_line(*zip(*pings)) if pings else (0.0, 0.0)
-    alpha_step, beta_step = fit_line(*zip(*step_pings)) if step_pings else (0.0, 0.0)
+    other_cores = load.other_cores()
+    alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
+    alpha_step, beta_step = fit_alpha_beta(step_pings) if step_pings else (0.0, 0.0)
     return Calibration(
         alpha_s=alpha, beta_s_per_byte=beta,
         gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
         compute_fixed_s=fixed, compute_per_sample_s=per_sample, call_overhead_s=overhead,
         cores=cores_available(), ranks_on_host=hosts.count(hosts[0]), ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
-        alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step,
+        alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step, other_load_cores=other_cores,
         how=HOW, ping_pong=[list(p) for p in pings], ping_pong_step=[list(p) for p in step_pings])
 
 
 HOW = {
-    "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.comm.Comm send/recv, other ranks asleep); "
-               "median half round trip per size, least-squares intercept over "
-               + ", ".join(str(s) for s in PING_SIZES_BYTES) + " bytes",
-    "beta_s_per_byte": "slope of the same least-squares fit (seconds per byte)",
+    "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.comm.Comm send/recv, other ranks asleep) over "
+               + ", ".join(str(s) for s in PING_SIZES_BYTES) + " bytes; median half round trip per size; "
+               "the fitted line's value at 0 bytes, the line anchored at the smallest size",
+    "beta_s_per_byte": "least-squares slope of the half round trip against "
+                       "size, anchored at the smallest size (seconds per byte)",
     "alpha_step_s": "the same ping-pong and fit, but both ranks run one local step's computation "
                     "(the scaling model, BLAS on one thread) before every round trip, untimed",
     "beta_step_s_per_byte": "slope of that fit",
@@ -229,4 +245,6 @@ HOW = {
                        "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0",
     "cores": "CPUs in this process's affinity mask (os.sched_getaffinity)",
     "ranks_on_host": "ranks of the job whose host name equals rank 0's",
+    "other_load_cores": "cores kept busy by other processes while calibrating: the host's busy CPU "
+                        "time (/proc/stat) minus this job's own, over the wall time",
 }

@@ -24,6 +24,7 @@ class Calibration:
     call_overhead_s: float = 0.0
     alpha_step_s: float = 0.0  # alpha and beta as a training step sees them (after compute)
     beta_step_s_per_byte: float = 0.0
+    other_load_cores: float | None = None  # other processes' CPU use while calibrating
     shapes: dict = field(default_factory=dict)
     how: dict = field(default_factory=dict)
     ping_pong: list = field(default_factory=list)  # (bytes, half round trip s)

@@ -36,6 +36,10 @@ def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: fl
     found = []
     on_host, cores = cores_for(cal, ranks)
     if ratio < 1:
+        busy = cal.other_load_cores
+        if busy is not None and busy > HOST_BUSY_CORES:
+            return [("faster", f"faster than modelled: the calibration ran while other processes kept "
+                               f"{busy:.1f} of {cores} cores busy, so its figures are inflated")]
         return [("faster", "faster than modelled: the implementation beats the modelled algorithm "
                            "(e.g. shared-memory collectives, or alpha/beta overestimated by ping-pong)")]
     if on_host > cores:

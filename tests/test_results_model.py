@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpibench.results import compare, costmodel
-from mpibench.results.calibrate import fit_line
+from mpibench.results.calibrate import fit_alpha_beta, fit_line
 from mpibench.results.calibration import Calibration
 from mpibench.results.scaling import add_speedups, rank_counts
 
@@ -89,6 +89,19 @@ def test_assumptions_are_data_and_name_the_core_assumption():
 def test_fit_line_recovers_a_line(a, b, xs):
     fa, fb = fit_line(xs, [a + b * x for x in xs])
     assert fa == pytest.approx(a, abs=1e-9) and fb == pytest.approx(b, rel=1e-6, abs=1e-15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.floats(1e-7, 1e-3), b=st.floats(0, 1e-8), xs=st.lists(st.integers(1, 1 << 22), min_size=2,
+                                                                     max_size=6, unique=True))
+def test_hockney_fit_recovers_latency_and_inverse_bandwidth(a, b, xs):
+    alpha, beta = fit_alpha_beta([(x, a + b * x) for x in xs])
+    assert alpha == pytest.approx(a, rel=1e-6, abs=1e-9 * b * max(xs))  # float cancellation
+    assert beta == pytest.approx(b, rel=1e-6, abs=1e-15)
+
+
+def test_hockney_fit_never_gives_a_negative_slope():
+    assert fit_alpha_beta([(8, 5e-6), (1 << 20, 1e-6)]) == (5e-6, 0.0)
 
 
 def test_calibration_round_trips_through_a_dict():
