@@ -16,13 +16,15 @@ same mistake can be tried under native, ring or PS:
 * ``variance-within``: loss variance pooled from per-worker variances only,
   without the spread between the workers' means.
 
-The placement mistakes need a segmented reduction, so they live on
-:class:`MiniRing`, a small ring all-reduce written here that places every
-received segment by its global offset, exactly like a correct ring:
+The placement mistakes are planted in the production ring
+(:class:`mpibench.sync.ring.RingAllreduce`), whose buckets and segments are
+named by global offset:
 
-* ``offset-blind``: all-gathered segments concatenated in arrival order;
-* ``bounds-only``: an off-by-one segment plan whose overlapping pieces are
-  written by offset, checked only against the buffer's bounds.
+* ``offset-blind``: the reduced pieces concatenated in the order they
+  arrived, ignoring their global offsets;
+* ``bounds-only``: an off-by-one segment plan (each segment runs one element
+  into the next) whose pieces are checked only against the buffer's bounds,
+  so the overlaps are written instead of refused.
 
 The recovery mistakes (``dead-leak``, ``stale-rejoin``, ``double-apply``) need
 fault injection; they are a strategy mixin and :class:`~mpibench.worker.Trainer`
@@ -86,94 +88,79 @@ class VarianceWithinMixin:
         return rows
 
 
-# ---------------------------------------------------------------------------- a small ring
-def even_plan(length: int, parts: int) -> list[tuple[int, int]]:
-    """``(offset, length)`` of ``parts`` contiguous segments covering ``[0, length)``."""
-    bounds = np.linspace(0, length, parts + 1).astype(int)
-    return [(int(lo), int(hi - lo)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+# ---------------------------------------------------------------------------- placement mistakes
+def _ring():
+    from .sync import ring, segments
+
+    return ring, segments
 
 
-class MiniRing(SyncStrategy):
-    """Ring all-reduce (reduce-scatter, then all-gather) with offset placement.
+def arrival_order(plan, rank: int) -> list[tuple[int, int]]:
+    """The ring's pieces in the order they are complete on ``rank``, bucket by bucket.
 
-    A correct reference ring for the placement mutants; subclasses change
-    only :meth:`plan` or :meth:`gather_into`.
+    First the segment this rank finished reducing, ``(r + 1) % p``, then the
+    all-gather deliveries ``r, r - 1, ...`` (see :mod:`mpibench.sync.ring`).
     """
-
-    name = "mini-ring"
-
-    def __init__(self, comm, backend, n_params, options=None):
-        super().__init__(comm, backend, n_params, options)
-        self._incoming = backend.zeros(n_params + 1)
-
-    def plan(self, length: int, parts: int) -> list[tuple[int, int]]:
-        return even_plan(length, parts)
-
-    def reduce(self, buf) -> Reduction:
-        p, r = self.comm.size, self.comm.rank
-        segments = self.plan(len(buf), p)
-        if p == 1:
-            return Reduction(self.comm.worker_ids, segments, len(buf))
-        right, left = (r + 1) % p, (r - 1) % p
-        for t in range(p - 1):  # reduce-scatter: segment (r-t-1) accumulates here
-            send_off, send_len = segments[(r - t) % p]
-            recv_off, recv_len = segments[(r - t - 1) % p]
-            incoming = self._incoming[:recv_len]
-            self.comm.sendrecv(buf[send_off:send_off + send_len].copy(), right, incoming, left, tag=100 + t)
-            self.backend.accumulate(buf[recv_off:recv_off + recv_len], incoming)
-        arrivals = []  # all-gather: rank r now owns the total of segment (r+1)
-        for t in range(p - 1):
-            send_off, send_len = segments[(r + 1 - t) % p]
-            source = arrivals[-1][1] if arrivals else buf[send_off:send_off + send_len].copy()
-            recv_index = (r - t) % p
-            recv_off, recv_len = segments[recv_index]
-            incoming = self.backend.zeros(recv_len)
-            self.comm.sendrecv(source, right, incoming, left, tag=200 + t)
-            arrivals.append(((recv_off, recv_len), incoming))
-        own_off, own_len = segments[(r + 1) % p]
-        own = ((own_off, own_len), buf[own_off:own_off + own_len].copy())
-        pieces = self.gather_into(buf, own, arrivals)
-        return Reduction(self.comm.worker_ids, pieces, len(buf))
-
-    def gather_into(self, buf, own, arrivals) -> list[tuple[int, int]]:
-        """Write the all-gathered segments into ``buf`` by global offset."""
-        for (offset, length), values in arrivals:
-            buf[offset:offset + length] = values
-        return [own[0]] + [seg for seg, _ in arrivals]
+    p = plan.parts
+    order = [(rank + 1 - s) % p for s in range(p)]
+    return [(int(plan.offsets[b, seg]), int(plan.widths[b, seg]))
+            for b in range(plan.buckets) for seg in order]
 
 
-class OffsetBlindRing(MiniRing):
-    """Concatenates the segments in the order they arrived, offsets ignored."""
+def offset_blind_ring():
+    ring, _ = _ring()
 
-    name = "offset-blind"
+    class OffsetBlindRing(ring.RingAllreduce):
+        """The real ring, then its pieces concatenated in arrival order, offsets ignored."""
 
-    def gather_into(self, buf, own, arrivals):
-        pieces, cursor = [], 0
-        for _, values in [own] + arrivals:
-            buf[cursor:cursor + len(values)] = values
-            pieces.append((cursor, len(values)))
-            cursor += len(values)
-        return pieces
+        name = "offset-blind"
+
+        def reduce(self, buf) -> Reduction:
+            super().reduce(buf)
+            arrived = arrival_order(self.rounds_for(buf).plan, self.comm.rank)
+            values = [buf[o:o + n].copy() for o, n in arrived]
+            pieces, cursor = [], 0
+            for v in values:
+                buf[cursor:cursor + len(v)] = v
+                pieces.append((cursor, len(v)))
+                cursor += len(v)
+            return Reduction(self.comm.worker_ids, pieces, len(buf))
+
+    return OffsetBlindRing
 
 
-class BoundsOnlyRing(MiniRing):
-    """Off-by-one plan: each segment runs one element into the next.
+def bounds_only_ring():
+    ring, segments = _ring()
 
-    The overlapping pieces are written by offset and only checked against the
-    buffer's bounds, so the overlap goes through instead of being rejected.
-    """
+    class BoundsOnlyPlan(segments.SegmentPlan):
+        """Accepts any plan whose pieces stay inside the buffer: gaps and overlaps pass."""
 
-    name = "bounds-only"
+        def covers(self) -> bool:
+            ends = self.offsets + self.widths
+            return bool((self.offsets >= 0).all() and (ends <= self.total).all())
 
-    def plan(self, length, parts):
-        plan = even_plan(length, parts)
-        return [(o, min(n + 1, length - o)) for o, n in plan]
+    class BoundsOnlyRing(ring.RingAllreduce):
+        """An off-by-one plan (each segment runs one element into the next), bounds-checked only."""
+
+        name = "bounds-only"
+
+        def rounds_for(self, buf):
+            if self._rounds is None or self._rounds.buf is not buf:
+                good = segments.bucket_plan(len(buf), self.bucket_elems, self.comm.size)
+                widths = good.widths.copy()
+                widths[:, :-1] += 1
+                widths = np.minimum(widths, good.total - good.offsets)
+                plan = BoundsOnlyPlan(good.offsets, widths, good.total)
+                self._rounds = ring._Rounds(buf, plan, self.comm.rank, self.backend)
+            return self._rounds
+
+    return BoundsOnlyRing
 
 
 # ---------------------------------------------------------------------------- catalogue
 MIXINS = {"unweighted": UnweightedMixin, "numerator-only": NumeratorOnlyMixin,
           "variance-within": VarianceWithinMixin}
-RINGS = {"offset-blind": OffsetBlindRing, "bounds-only": BoundsOnlyRing, "mini-ring": MiniRing}
+RINGS = {"offset-blind": offset_blind_ring, "bounds-only": bounds_only_ring}
 
 
 @dataclass(frozen=True)
@@ -197,21 +184,22 @@ MUTANTS = {m.name: m for m in [
 
 
 def strategy_factory(mutant: str, batch_size: int):
-    """A drop-in for :func:`mpibench.sync.make_strategy` that builds the mutant."""
+    """A drop-in for :func:`mpibench.sync.make_strategy` that builds the mutant.
+
+    The placement mutants are always the ring; the others carry their mistake
+    into whichever strategy the run names.
+    """
     from .sync import STRATEGIES, make_strategy
+
+    mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin}
 
     def build(name, comm, backend, n_params, options=None):
         if mutant in RINGS:
-            return RINGS[mutant](comm, backend, n_params, options)
-        if mutant == "double-apply":
-            base = RINGS["mini-ring"] if name == "mini-ring" else STRATEGIES[name]
-            return type("DoubleApply", (DoubleApplyMixin, base), {})(comm, backend, n_params, options)
-        if mutant == "dead-leak":  # the mini ring sums into the step buffer as it goes
-            return type("DeadLeakRing", (DeadLeakMixin, MiniRing), {})(comm, backend, n_params, options)
-        if mutant not in MIXINS:
+            return RINGS[mutant]()(comm, backend, n_params, options)
+        if mutant not in mixins:
             return make_strategy(name, comm, backend, n_params, options)
-        base = RINGS["mini-ring"] if name == "mini-ring" else STRATEGIES[name]
-        cls = type(f"{MIXINS[mutant].__name__}{base.__name__}", (MIXINS[mutant], base),
+        base = STRATEGIES[name]
+        cls = type(f"{mixins[mutant].__name__}{base.__name__}", (mixins[mutant], base),
                    {"nominal_batch": batch_size})
         return cls(comm, backend, n_params, options)
 
@@ -305,7 +293,7 @@ def install(mutant: str) -> None:
     """
     from . import runner, worker
 
-    if mutant not in MUTANTS and mutant != "mini-ring":
+    if mutant not in MUTANTS:
         raise ValueError(f"unknown mutant {mutant!r} (choose from {', '.join(MUTANTS)})")
     base = worker.Trainer
 

@@ -26,10 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import OK, VIOLATION, Case, Outcome, run_case
+from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case
 from .mutants import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
+# Mutants that live in the ring: they and their honest controls run under it.
+RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring"}
 STEPS = 6
 
 
@@ -84,7 +86,7 @@ def trials() -> list[Trial]:
     faults = fault_events()
     plan = []
     for name in MUTANTS:
-        plan.append(Trial(name, name, "native", 3, True, faults.get(name, ())))
+        plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), 3, True, faults.get(name, ())))
     plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", 3, True,
                       faults["stale-rejoin/respawn"], "respawn"))
     samples, batch = equal_batches(0, 3)
@@ -93,24 +95,36 @@ def trials() -> list[Trial]:
             plan.append(Trial(f"{name}/equal", name, "native", 3, False, samples=samples,
                               batch_size=batch, group="equal"))
     plan.append(Trial("honest/native", None, "native", 3, False, group="control"))
-    plan.append(Trial("honest/mini-ring", "mini-ring", "native", 3, False, group="control"))
+    plan.append(Trial("honest/ring", None, "ring", 3, False, group="control"))
     for name, events in faults.items():
         recovery = "respawn" if name.endswith("respawn") else "shrink"
-        plan.append(Trial(f"honest/{name}", "mini-ring" if name == "dead-leak" else None,
-                          "native", 3, False, events, recovery, group="control"))
+        plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), 3, False, events,
+                          recovery, group="control"))
     return plan
 
 
-def verdict(trial: Trial, outcome: Outcome) -> tuple[bool, str]:
+def failing_at(invariants_csv: Path, step: str) -> list[str]:
+    """Every invariant that failed at ``step`` in a run's invariants.csv, in check order."""
+    return [r["invariant"] for r in read_rows(invariants_csv) if r["step"] == step and r["passed"] != "true"]
+
+
+def verdict(trial: Trial, outcome: Outcome, invariants_csv: Path | None = None) -> tuple[bool, str]:
     """Whether the trial came out as it must, and the line that says how."""
     if outcome.outcome == VIOLATION:
         step, invariant = outcome.first_violation.split(maxsplit=1)
-        text = f"caught by {invariant} at step {step}"
+        names = (failing_at(invariants_csv, step) if invariants_csv else []) or [invariant]
+        text = f"caught by {', '.join(names)} at step {step}"
         return trial.expect_caught, text if trial.expect_caught else f"{text} -- but it must not be"
     if outcome.outcome == OK:
-        text = f"not distinguishable: 0 violations in {outcome.checks} checks"
+        held = "not distinguishable" if trial.group == "equal" else "all invariants held"
+        text = f"{held}: 0 violations in {outcome.checks} checks"
         return (not trial.expect_caught, text if not trial.expect_caught else f"NOT caught ({outcome.checks} checks)")
-    return False, f"job failed ({outcome.first_violation}): {outcome.job.stderr_tail[-300:].strip()}"
+    tail = " | ".join(line for line in outcome.job.stderr_tail.splitlines()[-3:] if line.strip())
+    return False, f"job failed ({outcome.first_violation}): {tail[-240:]}"
+
+
+def folder(out: Path, trial: Trial) -> Path:
+    return out / trial.label.replace("/", "_")
 
 
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
@@ -124,8 +138,7 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
                  f"{jobs} at a time; uneven shards: --samples {UNEVEN_SAMPLES} --batch-size {UNEVEN_BATCH}\n")
     stream.flush()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = list(pool.map(lambda t: run_case(t.case(), out / t.label.replace("/", "_"), mpiexec,
-                                                    deadline_s), plan))
+        outcomes = list(pool.map(lambda t: run_case(t.case(), folder(out, t), mpiexec, deadline_s), plan))
     good = True
     titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "
@@ -136,10 +149,10 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
         for trial, outcome in zip(plan, outcomes):
             if trial.group != group:
                 continue
-            ok, text = verdict(trial, outcome)
+            ok, text = verdict(trial, outcome, folder(out, trial) / "run" / "invariants.csv")
             good &= ok
-            faults = f" [{'; '.join(e.text() for e in trial.events)}, {trial.recovery}]" if trial.events else ""
-            stream.write(f"  {'ok ' if ok else 'BAD'} {trial.label:<28} {text}{faults}\n")
+            faults = f"; {'; '.join(e.text() for e in trial.events)}, {trial.recovery}" if trial.events else ""
+            stream.write(f"  {'ok ' if ok else 'BAD'} {trial.label:<28} {text}  [{trial.strategy}{faults}]\n")
     caught = sum(1 for t, o in zip(plan, outcomes) if t.group == "mutant" and o.outcome == VIOLATION)
     mutants = sum(t.group == "mutant" for t in plan)
     stream.write(f"selftest {'passed' if good else 'FAILED'}: {caught} of {mutants} known-bad reductions caught "
