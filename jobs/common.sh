@@ -68,14 +68,16 @@ mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on th
         if [[ "$1" == -N ]]; then nodes="$2"; else ntasks="$2"; fi
         shift 2
     done
-    local per_node=$(( (ntasks + nodes - 1) / nodes ))
+    local mapping=()
+    if (( nodes < ${SLURM_NNODES:-1} )); then
+        # PER_NODE ranks on each node in turn: the job spans only the first NODES nodes.
+        mapping=(--map-by "ppr:$(( (ntasks + nodes - 1) / nodes )):node")
+    fi
     case "$MPIBENCH_LAUNCH" in
         mpirun)
             [[ -n "$MPIRUN" ]] || mpibench_fail "no mpirun on PATH (MPIBENCH_LAUNCH=mpirun)"
-            # ppr: PER_NODE ranks on each node in turn, so the job spans the first NODES nodes.
             # shellcheck disable=SC2086  # the flags are a word list
-            "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS --map-by "ppr:$per_node:node" -n "$ntasks" \
-                "$PY" -m mpibench "$@" ;;
+            "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS ${mapping[@]+"${mapping[@]}"} -n "$ntasks" "$PY" -m mpibench "$@" ;;
         srun)
             srun --mpi=pmix --nodes="$nodes" --ntasks="$ntasks" "$PY" -m mpibench "$@" ;;
         *)
