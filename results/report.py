@@ -181,18 +181,27 @@ def section_scenarios(steps: pd.DataFrame | None, faults: pd.DataFrame | None) -
     return "\n".join(parts)
 
 
-def section_sweep(sweep: pd.DataFrame | None) -> str:
+def section_sweep(sweep: pd.DataFrame | None, sweep_findings: pd.DataFrame | None) -> str:
     head = "<h2>4. Sweep</h2><p>Random fault schedules; each row's command replays it exactly.</p>"
     if sweep is None:
         return head + missing("sweep.csv")
     cols = [c for c in ["case", "seed", "workers", "strategy", "recovery", "faults", "steps", "checks",
-                        "violations", "first_violation"] if c in sweep.columns]
+                        "violations", "first_violation", "outcome"] if c in sweep.columns]
     rows, classes = [], []
     for r in sweep.to_dict("records"):
-        rows.append([r.get(c) for c in cols] + [Markup(f"<code>{esc(r.get('replay'))}</code>")])
-        bad = str(r.get("violations", "0")) not in ("0", "0.0", "")
+        replay = f"<code>{esc(r.get('replay'))}</code>"
+        if r.get("minimal_replay") and not pd.isna(r.get("minimal_replay")):
+            replay += f"<br>minimal: <code>{esc(r.get('minimal_replay'))}</code>"
+        rows.append([r.get(c) for c in cols] + [Markup(replay)])
+        bad = str(r.get("violations", "0")) not in ("0", "0.0", "") or str(r.get("outcome", "ok")) not in ("ok", "nan")
         classes.append(["bad" if bad else "ok"] * (len(cols) + 1))
-    return head + table(cols + ["replay"], rows, classes)
+    text = head + table(cols + ["replay"], rows, classes)
+    if sweep_findings is not None and not sweep_findings.empty:
+        cols = [c for c in ["case", "outcome", "first_violation", "exit_status", "stderr_tail"]
+                if c in sweep_findings.columns]
+        text += "<h3>Cases that did not end cleanly (findings.csv)</h3>" + table(
+            cols, sweep_findings[cols].values.tolist())
+    return text
 
 
 def section_calibration(info: dict, cal: Calibration | None) -> str:
@@ -288,7 +297,7 @@ def section_not_violations() -> str:
     return f"<h2>6. Deliberately not violations</h2><ul>{items}</ul>"
 
 
-def findings(info, inv, sweep, bench, scaling, comparison) -> list[str]:
+def findings(info, inv, sweep, bench, scaling, comparison, sweep_findings=None) -> list[str]:
     """Every defect the run surfaced, one sentence each (HTML-escaped)."""
     found = []
     if inv is not None and not inv.empty:
@@ -304,6 +313,10 @@ def findings(info, inv, sweep, bench, scaling, comparison) -> list[str]:
         for r in sweep[pd.to_numeric(sweep.violations, errors="coerce").fillna(0) > 0].to_dict("records"):
             found.append(f"sweep case {esc(r.get('case'))}: {esc(r.get('violations'))} violation(s), first "
                          f"{esc(r.get('first_violation'))}; replay <code>{esc(r.get('replay'))}</code>")
+    if sweep_findings is not None and not sweep_findings.empty and "outcome" in sweep_findings.columns:
+        for r in sweep_findings[~sweep_findings.outcome.astype(str).isin(["ok", "violation"])].to_dict("records"):
+            found.append(f"sweep case {esc(r.get('case'))} ended as <strong>{esc(r.get('outcome'))}</strong> "
+                         f"(exit status {esc(r.get('exit_status'))}); replay <code>{esc(r.get('replay'))}</code>")
     if bench is not None and not bench.empty and "errors" in bench.columns:
         bad = bench[(bench.tag == "measured") & (pd.to_numeric(bench.errors, errors="coerce").fillna(0) > 0)]
         for r in bad.to_dict("records"):
@@ -355,15 +368,15 @@ def build(out_dir: str) -> str:
     cal = calibration_of(info)
     steps, inv, faults = (read_csv(out_dir, n) for n in ("steps.csv", "invariants.csv", "faults.csv"))
     sweep, bench, scaling = (read_csv(out_dir, n) for n in ("sweep.csv", "bench.csv", "scaling.csv"))
-    comparison = read_csv(out_dir, "comparison.csv")
+    comparison, sweep_findings = read_csv(out_dir, "comparison.csv"), read_csv(out_dir, "findings.csv")
     if comparison is None and cal is not None:  # rebuild it from the measurements if it can be
         options = info.get("model_options", {})
         rows = compare_steps(cal, scaling, options) + compare_collectives(cal, bench, options)
         comparison = comparison_frame(rows) if rows else None
-    found = findings(info, inv, sweep, bench, scaling, comparison)
+    found = findings(info, inv, sweep, bench, scaling, comparison, sweep_findings)
     body = "\n".join([
         section_header(info, out_dir), section_property(), section_invariants(inv),
-        section_scenarios(steps, faults), section_sweep(sweep),
+        section_scenarios(steps, faults), section_sweep(sweep, sweep_findings),
         section_bench(info, cal, bench, scaling, comparison), section_not_violations(),
         section_findings(found, inv is not None and not inv.empty)])
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -70,6 +70,9 @@ def write_run_dir(out: Path, *, with_sweep=True, with_bench=True, with_scaling=T
                   "steps": 8, "checks": 48, "violations": 2, "first_violation": "step 3 membership",
                   "replay": "mpirun -n 5 python -m mpibench run --seed 2"}]
         pd.DataFrame(sweep, columns=SWEEP_COLUMNS).to_csv(out / "sweep.csv", index=False)
+        pd.DataFrame([{"case": 2, "outcome": "hang", "first_violation": "", "exit_status": "",
+                       "stderr_tail": "no answer within 30 s", "replay": "mpirun -n 2 python -m mpibench run --seed 3"}]
+                     ).to_csv(out / "findings.csv", index=False)
     if with_bench:
         bench = []
         for strategy in ("ring", "ps", "native"):
@@ -137,6 +140,7 @@ def test_findings_name_every_defect(page):
     assert "first at step 7" in findings and "replay <code>" in findings
     assert "unknown verdict: invariant <strong>replicas</strong> under none/ps" in findings
     assert "sweep case 1: 2 violation(s)" in findings
+    assert "sweep case 2 ended as <strong>hang</strong>" in findings
     assert "model disagreement" in findings
 
 
