@@ -283,11 +283,15 @@ def report(out_dir):
 def _guarded(body) -> int:
     """Run a job body: bad input exits 2 on every rank, a crash aborts the job."""
     try:
-        return body()
+        code = body()
     except UsageError as exc:
         fail_usage(str(exc))
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
         abort_job(exc)
-    return EXIT_VIOLATION
+        return EXIT_VIOLATION
+    from mpibench.faults.ulfm import exit_process
+
+    exit_process(code)  # after a failure or a revoke, leave without MPI_Finalize (it can hang)
+    return code

@@ -1,6 +1,8 @@
 """Runs one scenario under one strategy on a communicator and agrees on the outcome."""
 from __future__ import annotations
 
+import os
+
 from mpi4py import MPI
 
 from .comm import Comm
@@ -33,20 +35,117 @@ def prepare(config: RunConfig, world_size: int):
     return schedule
 
 
+def scenario_config(config: RunConfig, schedule) -> RunConfig:
+    """``config`` with the run options the scenario needs, where the user kept the default."""
+    from dataclasses import replace
+
+    default = RunConfig()
+    changes = {k: v for k, v in schedule.options if getattr(config, k) == getattr(default, k)}
+    return replace(config, **changes) if changes else config
+
+
+def _check_ulfm(schedule) -> None:
+    from . import runinfo
+
+    if schedule.needs_ulfm() and not runinfo.ulfm_status()["active"]:
+        raise UsageError(f"scenario {schedule.name!r} kills ranks but ULFM is not active: {runinfo.ulfm_hint()}")
+
+
+def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, records: RunRecords, backend,
+                  world_size: int, pids=None, continuation=None, **resume) -> Trainer:
+    """A trainer on ``mpi_comm``: plain, or under the fault schedule with its recovery policy.
+
+    ``resume`` (replacements only): ``shard_id``, ``params``, ``cursor`` and the
+    recovery ``state`` the survivors handed over.
+    """
+    from mpibench.faults.recovery import FaultRecovery
+    from mpibench.faults.wrapper import Injector
+
+    dataset = make_dataset(config.seed, config.samples, config.features, config.classes)
+    shards = make_shards(config.seed, config.samples, world_size)
+    me = worker_ids[mpi_comm.Get_rank()]
+    state = resume.pop("state", None)
+    if not schedule.events:
+        comm = Comm(mpi_comm, worker_ids, deadline_s=config.deadline_s)
+        return Trainer(config, comm, backend, dataset, shards, records, world_size, **resume)
+    injector = Injector(schedule, me, config.straggler_deadline, spent_kills=state is not None)
+    if pids is None:
+        pids = dict(zip(worker_ids, mpi_comm.allgather(os.getpid())))
+    recovery = FaultRecovery(config, schedule, injector, world_size, pids, continuation)
+    if state is not None:
+        recovery.set_state(state)
+    comm = recovery.make_comm(mpi_comm, worker_ids)
+    trainer = Trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery, **resume)
+    if state is None:
+        recovery.rebuild(trainer)  # the data plane gets its own communicator
+    return trainer
+
+
 def run_scenario(config: RunConfig, world: MPI.Comm, records: RunRecords, backend) -> Summary:
     """Train ``config.steps`` steps with checks; every rank returns the same summary."""
-    from mpibench.faults import wrap
-
-    schedule = prepare(config, world.Get_size())
-    dataset = make_dataset(config.seed, config.samples, config.features, config.classes)
-    shards = make_shards(config.seed, config.samples, world.Get_size())
-    mpi_comm = recoverable_dup(world)
-    comm = wrap(Comm(mpi_comm, deadline_s=config.deadline_s), schedule, records.faults)
-    trainer = Trainer(config, comm, backend, dataset, shards, records, world.Get_size())
-    trainer.run()
-    # Verdicts live on the checking rank; everyone leaves with its summary.
-    summary = trainer.comm.mpi.bcast(trainer.summary if trainer.comm.rank == 0 else None, root=0)
-    trainer.strategy.close()
-    if trainer.comm.mpi != MPI.COMM_WORLD:
-        trainer.comm.mpi.Free()
+    summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend)
+    free_comm(comm)
     return summary
+
+
+def run_scenario_on(config: RunConfig, mpi_comm: MPI.Comm, records: RunRecords, backend,
+                    continuation=None) -> tuple[Summary, MPI.Comm]:
+    """Run one scenario on ``mpi_comm`` (ranks are workers 0..n-1); returns the summary and
+    the communicator the survivors (and any replacements) continue on."""
+    n = mpi_comm.Get_size()
+    schedule = prepare(config, n)
+    _check_ulfm(schedule)
+    config = scenario_config(config, schedule)
+    config.validate(n)
+    trainer = build_trainer(config, schedule, mpi_comm, tuple(range(n)), records, backend, n,
+                            continuation=continuation)
+    return train_and_finish(trainer)
+
+
+def train_and_finish(trainer: Trainer, first_step: int = 0) -> tuple[Summary, MPI.Comm]:
+    """Run the loop, then agree on the summary; the returned communicator is a fresh copy."""
+    from mpibench.faults import ulfm
+    from mpibench.faults.recovery import RunStuck
+
+    error = None
+    try:
+        trainer.run(first_step)
+    except RunStuck as exc:  # uniform: every member reached the same verdict
+        error = str(exc)
+    summary = trainer.comm.mpi.bcast(trainer.summary if trainer.comm.rank == 0 else None, root=0)
+    if error:
+        summary.error = error
+    if trainer.strategy is not None:
+        trainer.strategy.close()
+    survivors = trainer.comm.mpi.Dup()
+    survivors.Set_errhandler(MPI.ERRORS_RETURN)
+    if trainer.data_comm is not None and trainer.data_comm.mpi != trainer.comm.mpi:
+        ulfm.free(trainer.data_comm.mpi)
+    ulfm.free(trainer.comm.mpi)
+    return summary, survivors
+
+
+def resume_scenario(merged: MPI.Comm, payload: dict) -> int:
+    """A replacement's life: join the scenario at the failed step, then the continuation."""
+    from mpibench.kernels import select_backend
+
+    config, step = payload["config"], payload["step"]
+    ids = payload["ids"]
+    me = ids[merged.Get_rank()]
+    backend = select_backend(config.device)
+    params = payload["params"].copy()
+    trainer = build_trainer(config, payload["schedule"], merged, ids, RunRecords(None), backend,
+                            payload["world_size"], payload["pids"], payload["continuation"],
+                            shard_id=me, params=params, cursor=payload["cursors"][me],
+                            state=payload["state"])
+    trainer.recovery.recover(trainer, step, None, joined=True)
+    summary, comm = train_and_finish(trainer, first_step=step)
+    from .suite import continue_after_scenario
+
+    return continue_after_scenario(comm, payload["continuation"], config, summary)
+
+
+def free_comm(comm: MPI.Comm) -> None:
+    from mpibench.faults import ulfm
+
+    ulfm.free(comm)

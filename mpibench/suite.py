@@ -8,11 +8,17 @@ from mpi4py import MPI
 from . import runinfo
 from .config import RunConfig, UsageError
 from .records import RunRecords
-from .runner import prepare, run_scenario
+from .runner import free_comm, prepare, recoverable_dup, run_scenario, run_scenario_on
 from .worker import Summary, violation_message
 
-MAIN_STRATEGIES = ("native",)
-MAIN_SCENARIOS = ("none",)
+MAIN_STRATEGIES = ("ring", "ps")
+
+
+def main_scenarios(world_size: int) -> list[str]:
+    """Every named scenario that makes sense at this world size."""
+    from mpibench.faults.scenarios import SCENARIOS
+
+    return [name for name, (_, smallest) in SCENARIOS.items() if world_size >= smallest]
 
 
 def _backend(config: RunConfig):
@@ -43,28 +49,93 @@ def single_run(config: RunConfig, out: str) -> int:
     records = RunRecords(out if world.Get_rank() == 0 else None)
     _write_run_json(out, config, world, backend)
     start = time.perf_counter()
-    summary = run_scenario(config, world, records, backend)
+    summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
+                                    continuation={"kind": "single"})
     records.close()
-    return _finish([(config, summary)], world.Get_size(), time.perf_counter() - start, backend)
+    code = _finish([(config, summary)], world.Get_size(), time.perf_counter() - start, backend, comm)
+    code = comm.bcast(code, root=0)
+    free_comm(comm)
+    return code
 
 
 def main_job(base: RunConfig, out: str) -> int:
     from dataclasses import replace
 
     world = MPI.COMM_WORLD
-    plan = [replace(base, scenario=s, strategy=k) for s in MAIN_SCENARIOS for k in MAIN_STRATEGIES]
+    plan = [replace(base, scenario=s, strategy=k) for s in main_scenarios(world.Get_size())
+            for k in MAIN_STRATEGIES]
     for config in plan:
         prepare(config, world.Get_size())
     backend = _backend(base)
+    from mpibench.results import job as results_job
+
+    _progress(world, "calibrating (ping-pong, reduction, compute) ...")
+    calibration = results_job.start(world, base)  # while the job is still quiet
     records = RunRecords(out if world.Get_rank() == 0 else None)
-    _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan]})
-    start = time.perf_counter()
-    results = []
-    for config in plan:
-        _progress(world, f"scenario {config.scenario} under {config.strategy} ...")
-        results.append((config, run_scenario(config, world, records, backend)))
+    _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
+                                                "calibration": calibration.as_dict()})
+    job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
+           "calibration": calibration, "start": time.time()}
+    return _main_loop(job, recoverable_dup(world), 0, records, backend)
+
+
+def _main_loop(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=None) -> int:
+    """Scenarios ``first``.. of the main job, the world size restored before each, then
+    the benchmarks. Replacements spawned on the way enter here too."""
+    from mpibench.results import job as results_job
+
+    plan, n = job["plan"], job["n"]
+    results = [resumed] if resumed else []
+    for index in range(first, len(plan)):
+        comm = restore_world(comm, n, {**job, "index": index})
+        config = plan[index]
+        _progress(comm, f"scenario {config.scenario} under {config.strategy} ...")
+        summary, comm = run_scenario_on(config, comm, records, backend, continuation={**job, "index": index})
+        results.append((config, summary))
     records.close()
-    return _finish(results, world.Get_size(), time.perf_counter() - start)
+    from mpibench.sync import STRATEGIES
+
+    comm = restore_world(comm, n, {**job, "index": len(plan)})
+    from .bench import main_job_bench
+
+    main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
+    results_job.finish(comm, job["out"], job["base"], job["calibration"], backend, sorted(STRATEGIES),
+                       lambda text: _progress(comm, text))
+    code = _finish(results, n, time.time() - job["start"], backend, comm)
+    code = comm.bcast(code, root=0)  # replacements saw only part of the job
+    free_comm(comm)
+    return code
+
+
+def restore_world(comm: MPI.Comm, n: int, job: dict) -> MPI.Comm:
+    """Spawn replacements until ``comm`` has ``n`` ranks again (after shrinking scenarios)."""
+    missing = n - comm.Get_size()
+    if missing <= 0:
+        return comm
+    from mpibench.faults.respawn import spawn
+
+    _progress(comm, f"respawning {missing} rank(s) to restore the world size {n}")
+    merged, _ = spawn(comm, missing, {"kind": "between", "continuation": job})
+    free_comm(comm)
+    return merged
+
+
+def continue_main_job(comm: MPI.Comm, job: dict, index: int) -> int:
+    """A replacement spawned between scenarios: run the rest of the main job."""
+    records = RunRecords(None)
+    return _main_loop(job, comm, index, records, _backend(job["base"]))
+
+
+def continue_after_scenario(comm: MPI.Comm, continuation, config: RunConfig, summary: Summary) -> int:
+    """A replacement that finished the scenario it joined: what its spawners do next."""
+    if continuation and continuation.get("kind") == "main":
+        backend = _backend(continuation["base"])
+        return _main_loop(continuation, comm, continuation["index"] + 1, RunRecords(None), backend,
+                          resumed=(config, summary))
+    code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm)
+    code = comm.bcast(code, root=0)
+    free_comm(comm)
+    return code
 
 
 def _progress(world: MPI.Comm, message: str) -> None:
@@ -81,16 +152,22 @@ def summary_table(results: list[tuple[RunConfig, Summary]]) -> str:
     return "\n".join(lines)
 
 
-def _finish(results, ranks: int, wall_s: float, backend=None) -> int:
-    if MPI.COMM_WORLD.Get_rank() == 0:
+def _finish(results, ranks: int, wall_s: float, backend=None, comm: MPI.Comm | None = None) -> int:
+    # Rank 0 of the job's current communicator prints: replacements are rank 0 of their own world.
+    first = (comm or MPI.COMM_WORLD).Get_rank() == 0
+    if first:
         print(summary_table(results))
         print(f"wall time {wall_s:.1f} s on {ranks} ranks")
+        if backend is not None:
+            print(runinfo.transfer_line(backend))
+    stuck = [(c, s) for c, s in results if s.error]
+    if first:
+        for config, summary in stuck:
+            print(f"stuck: {config.scenario} under {config.strategy}: {summary.error}", flush=True)
     bad = [(c, s) for c, s in results if s.violations]
     if not bad:
-        return 0
-    if MPI.COMM_WORLD.Get_rank() == 0:
+        return 1 if stuck else 0
+    if first:
         for config, summary in bad:
             print(violation_message(summary, config, ranks), flush=True)
     return 1
-        if backend is not None:
-            print(runinfo.transfer_line(backend))

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .comm import Comm, CommError
+from mpi4py import MPI
+
+from .aggregate import moments_from_totals
+from .comm import Comm, CommError, translate
 from .config import RunConfig, replay_command
 from .data import Cursor, Dataset, ShardWalker
 from .invariants import Batch, Checker, StepEvidence, Verdict
@@ -54,6 +57,7 @@ class StepOutcome:
     loss_rows: np.ndarray
     excluded: dict[int, str] = field(default_factory=dict)  # worker id -> reason
     consumed: bool = True  # this worker's batch was used up (its cursor moved on)
+    effective_batch: int = 0
 
 
 def digest(params: np.ndarray) -> str:
@@ -61,16 +65,66 @@ def digest(params: np.ndarray) -> str:
 
 
 class Recovery:
-    """What the loop does when a step's communication fails. Default: give up."""
+    """What the loop does around a step and when its communication fails. Default: give up.
+
+    The fault-aware policy (``mpibench.faults.recovery``) overrides these hooks:
+    ``begin`` may change the step group (partitions, dropped stragglers),
+    ``role`` says whether this worker contributes, is late (its batch is used
+    up but left out) or stalls (nothing consumed, nothing applied),
+    ``commit`` turns the attempt into one decision shared by every member
+    (``"commit"``, ``"skip"`` when nobody may commit, ``"retry"``), and
+    ``handle`` recovers before a retry.
+    """
+
+    def begin(self, trainer: "Trainer", step: int) -> None:
+        pass
+
+    def role(self, trainer: "Trainer") -> str:
+        return "contribute"
+
+    def share_root(self, trainer: "Trainer") -> int | None:
+        """Control-plane rank that hands the step's result to non-contributors, or None."""
+        return None
+
+    def commit(self, trainer: "Trainer", step: int, error: CommError | None) -> str:
+        if error is not None:
+            raise error
+        return "commit"
 
     def expected_contributing(self, trainer: "Trainer", step: int) -> tuple[int, ...]:
+        return trainer.comm.worker_ids
+
+    def checked_members(self, trainer: "Trainer") -> tuple[int, ...]:
+        """Members whose replicas must agree after the commit (stalled ones are not)."""
         return trainer.comm.worker_ids
 
     def excluded(self, trainer: "Trainer", step: int) -> dict[int, str]:
         return {}
 
-    def handle(self, trainer: "Trainer", step: int, error: CommError) -> None:
-        raise error
+    def stall_problem(self, trainer: "Trainer", step: int, digests: dict[int, str]) -> str | None:
+        """On the checking rank: a stalled worker whose parameters moved, if any."""
+        return None
+
+    def handle(self, trainer: "Trainer", step: int, error: CommError | None) -> None:
+        raise error if error is not None else RuntimeError(f"step {step} failed")
+
+
+class PhaseBackend:
+    """The strategy's back-end, telling the communicator when the update is about to be applied.
+
+    Every strategy applies the reduced update through ``apply_update``, so its
+    first call in a step is the moment "after the reduction, before apply".
+    """
+
+    def __init__(self, backend, on_apply):
+        self._backend, self._on_apply = backend, on_apply
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def apply_update(self, *args, **kwargs):
+        self._on_apply()
+        return self._backend.apply_update(*args, **kwargs)
 
 
 class Trainer:
@@ -83,7 +137,9 @@ class Trainer:
                  strategy_factory=make_strategy):
         self.config, self.comm, self.backend = config, comm, backend
         self.dataset, self.shards, self.records = dataset, shards, records
+        self.data_comm = comm  # the step group the strategy talks over (all members by default)
         self.world_size = world_size
+        self.step_no = -1
         self.recovery = recovery or Recovery()
         self.strategy_factory = strategy_factory
         self.shapes = Shapes(config.features, config.hidden, config.classes)
@@ -93,7 +149,8 @@ class Trainer:
         self.shard_id = comm.worker_id if shard_id is None else shard_id
         self.walker = ShardWalker(config.seed, self.shard_id, shards[self.shard_id], config.batch_size)
         self.cursor = cursor or Cursor()
-        self.strategy: SyncStrategy = self._strategy()
+        self.known_cursors: dict[int, Cursor] = {}  # on the checking rank: every worker's cursor
+        self.strategy: SyncStrategy | None = self._strategy()
         self.checker = self._checker() if comm.rank == 0 else None
         self.summary = Summary()
         self._last_check_step = -1
@@ -101,7 +158,8 @@ class Trainer:
     def _strategy(self) -> SyncStrategy:
         options = {"bucket_bytes": self.config.bucket_bytes, "ps_shards": self.config.ps_shards,
                    "straggler_deadline": self.config.straggler_deadline}
-        return self.strategy_factory(self.config.strategy, self.comm, self.backend,
+        backend = PhaseBackend(self.backend, lambda: self.data_comm.mark(self.step_no, "after_reduce"))
+        return self.strategy_factory(self.config.strategy, self.data_comm, backend,
                                      self.shapes.n_params, options)
 
     def _checker(self) -> Checker:
@@ -111,62 +169,108 @@ class Trainer:
                        self.config.batch_size, ModelSpec(self.config.hidden, self.config.classes),
                        complete_history=self.config.check_every == 1)
 
-    def replace_comm(self, comm: Comm) -> None:
-        """Continue on a new communicator (after a shrink or a respawn)."""
-        self.strategy.close()
+    def replace_comm(self, comm: Comm, data_comm: Comm | None = None) -> None:
+        """Continue on a new membership (after a shrink or a respawn) and step group."""
         self.comm = comm
-        self.strategy = self._strategy()
+        self.set_data_comm(comm if data_comm is None else data_comm)
         if comm.rank == 0 and self.checker is None:
             self.checker = self._checker()
+
+    def set_data_comm(self, data_comm: Comm | None) -> None:
+        """Run the strategy over ``data_comm`` (None: this worker is outside the step group)."""
+        if self.strategy is not None:
+            self.strategy.close()
+        self.data_comm = data_comm
+        self.strategy = self._strategy() if data_comm is not None else None
 
     # ------------------------------------------------------------------ the loop
     def run(self, first_step: int = 0) -> Summary:
         for step in range(first_step, self.config.steps):
-            outcome, times = self._attempt(step)
-            self._record(outcome, times)
+            committed = self._attempt(step)
+            if committed is not None:
+                self._record(*committed)
         return self.summary
 
     def _attempt(self, step: int):
-        """Run ``step`` until it commits, rolling back and recovering on a failure."""
+        """Run ``step`` until it commits (or nobody may commit it), rolling back on a failure."""
+        self.step_no = step
         while True:
             cursor = self.cursor
             np.copyto(self.params_before, self.params)
+            self.recovery.begin(self, step)
+            result, error = None, None
             try:
-                return self._step(step, cursor)
-            except CommError as error:
-                np.copyto(self.params, self.params_before)
-                self.cursor = cursor
-                self.recovery.handle(self, step, error)
+                result = self._step(step, cursor)
+            except CommError as exc:
+                error = exc
+            decision = self.recovery.commit(self, step, error)
+            if decision == "commit":
+                return result
+            np.copyto(self.params, self.params_before)
+            self.cursor = cursor
+            if decision == "skip":
+                return None
+            self.recovery.handle(self, step, error)
 
     def _step(self, step: int, cursor: Cursor):
         start = time.perf_counter()
+        role = self.recovery.role(self)
         self.comm.mark(step, "before_compute")
-        indices, after = self.walker.batch(cursor)
-        grad_sum, count, losses = self.model.loss_and_grad_sum(
-            self.params, self.dataset.features[indices], self.dataset.labels[indices])
-        self.comm.mark(step, "reduce")
-        sync_start = time.perf_counter()
-        reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
-        sync_s = time.perf_counter() - sync_start
-        self.comm.mark(step, "after_apply")
-        local_row = np.array([count, losses.sum(dtype=np.float64),
-                              np.square(losses, dtype=np.float64).sum()], dtype=np.float64)
-        loss_rows = self.strategy.pool_loss(local_row, reduction.contributing)
+        excluded = self.recovery.excluded(self, step)
+        if role == "stall":  # cut off from the committing side: nothing consumed, nothing applied
+            indices, after, consumed = self.walker.shard[:0], cursor, False
+        else:
+            (indices, after), consumed = self.walker.batch(cursor), True
+        reduction, loss_rows, effective_batch, sync_s = None, None, 0, 0.0
+        if role == "contribute":
+            grad_sum, count, losses = self.model.loss_and_grad_sum(
+                self.params, self.dataset.features[indices], self.dataset.labels[indices])
+            self.comm.mark(step, "reduce")
+            sync_start = time.perf_counter()
+            reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
+            sync_s = time.perf_counter() - sync_start
+            self.comm.mark(step, "after_apply")
+            local_row = np.array([count, losses.sum(dtype=np.float64),
+                                  np.square(losses, dtype=np.float64).sum()], dtype=np.float64)
+            loss_rows = self.strategy.pool_loss(local_row, reduction.contributing)
+            effective_batch = self.strategy.total_count()
+        root = self.recovery.share_root(self)
+        if root is not None:
+            reduction, loss_rows, effective_batch = self._share(root, role, reduction, loss_rows,
+                                                                effective_batch)
         self.cursor = after
-        outcome = StepOutcome(step, reduction, indices, cursor, loss_rows,
-                              self.recovery.excluded(self, step))
+        outcome = StepOutcome(step, reduction, indices, cursor, loss_rows, excluded, consumed,
+                              effective_batch)
         return outcome, (time.perf_counter() - start, sync_s)
+
+    def _share(self, root: int, role: str, reduction, loss_rows, effective_batch):
+        """The step group's result, handed over the control plane to members outside it.
+
+        A late worker takes the committed parameters; a stalled one keeps its own.
+        """
+        mine = (self.params, reduction, loss_rows, effective_batch) if self.comm.rank == root else None
+        try:
+            params, reduction, loss_rows, effective_batch = self.comm.mpi.bcast(mine, root=root)
+        except MPI.Exception as exc:
+            raise translate(exc, [self.comm.worker_ids[root]]) from None
+        if role == "late":
+            np.copyto(self.params, params)
+        return reduction, loss_rows, effective_batch
 
     # ------------------------------------------------------------------ records and checks
     def _record(self, outcome: StepOutcome, times) -> None:
         step_s, sync_s = times
         reduction = outcome.reduction
-        effective_batch = self.strategy.total_count()
-        moments = self.strategy.loss_moments(outcome.loss_rows)
+        effective_batch = outcome.effective_batch
+        rows = outcome.loss_rows
+        moments = moments_from_totals(*rows.sum(axis=0)) if rows is not None and len(rows) else None
         loss_mean, loss_var = moments if moments is not None else (None, None)
         check_start = time.perf_counter()
         evidence, shape = self._gather_evidence(outcome, effective_batch, loss_mean, loss_var)
         verdicts = self.checker.check(evidence) if evidence is not None else []
+        if self.comm.rank == 0 and shape.stall_problem:
+            verdicts = [Verdict("membership", False, shape.stall_problem) if v.invariant == "membership"
+                        else v for v in verdicts]
         check_s = time.perf_counter() - check_start
         self.summary.steps += 1
         self.summary.note_batch(effective_batch)
@@ -203,25 +307,32 @@ class Trainer:
     def _gather_evidence(self, outcome: StepOutcome, effective_batch, loss_mean, loss_var):
         """Collect every member's part of the step on rank 0 (control plane)."""
         checked = outcome.step % self.config.check_every == 0
+        stalled = not outcome.consumed
         mine = (self.comm.worker_id, self.shard_id, outcome.batch, outcome.cursor_before,
-                outcome.consumed, digest(self.params) if checked else None)
-        parts = self.comm.mpi.gather(mine, root=0)
+                outcome.consumed, digest(self.params) if checked or stalled else None, self.cursor)
+        try:
+            parts = self.comm.mpi.gather(mine, root=0)
+        except MPI.Exception as exc:  # after the commit: nothing to roll back, the run cannot go on
+            raise RuntimeError(f"evidence of step {outcome.step} lost: {exc}") from None
         if self.comm.rank != 0:
             return None, None
-        batches = {w: Batch(w, shard, idx, cur.epoch, cur.position) for w, shard, idx, cur, used, _ in parts
-                   if used}
+        batches = {w: Batch(w, shard, idx, cur.epoch, cur.position)
+                   for w, shard, idx, cur, used, _, _ in parts if used}
+        self.known_cursors.update({w: after for w, _, _, _, _, _, after in parts})
         contributing = tuple(outcome.reduction.contributing)
         shape = StepShape(
             min_epoch=min((b.epoch for w, b in batches.items() if w in contributing), default=None),
             epoch_ends=[w for w, b in batches.items()
-                        if len(b.indices) and b.position + len(b.indices) == len(self.shards[b.shard])])
+                        if len(b.indices) and b.position + len(b.indices) == len(self.shards[b.shard])],
+            stall_problem=self.recovery.stall_problem(
+                self, outcome.step, {w: d for w, _, _, _, used, d, _ in parts if not used}))
         if not checked:
             return None, shape
         evidence = StepEvidence(
-            step=outcome.step, members=self.comm.worker_ids, contributing=contributing,
+            step=outcome.step, members=tuple(self.recovery.checked_members(self)), contributing=contributing,
             expected_contributing=tuple(self.recovery.expected_contributing(self, outcome.step)),
             batches=batches, params_before=self.params_before, params_after=self.params,
-            digests={w: d for w, _, _, _, _, d in parts}, pieces=list(outcome.reduction.pieces),
+            digests={w: d for w, _, _, _, _, d, _ in parts}, pieces=list(outcome.reduction.pieces),
             total_length=outcome.reduction.total_length, effective_batch=effective_batch,
             loss_mean=loss_mean, loss_var=loss_var, lr=self.config.lr)
         return evidence, shape
@@ -233,6 +344,7 @@ class StepShape:
 
     min_epoch: int | None
     epoch_ends: list[int]
+    stall_problem: str | None = None
 
 
 def violation_message(summary: Summary, config: RunConfig, ranks: int) -> str:
