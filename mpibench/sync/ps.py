@@ -19,6 +19,10 @@ count]`` and the pulled slices are put into its parameters with
 exactly). Every worker therefore receives the very bits the server computed,
 so the applied update is bitwise identical everywhere.
 
+For a plain sum (``reduce``, what the benchmarks time) the shard plan is
+checked against the same contract once per buffer and the pulled sums are
+received straight into their slices of the buffer, as the ring does.
+
 The server keeps no state between steps: it reads its slice of the parameters
 from its own worker's replica each step, so a lost server can be replaced by
 any worker, whose replica is identical.
@@ -49,29 +53,29 @@ def modelled_time_s(ranks: int, n_bytes: int, alpha_s: float, beta_s_per_byte: f
 
 
 class _Exchange:
-    """Buffers and views for pushing a buffer's shards to their servers and pulling them back.
+    """The views and receive space of one push/serve/pull exchange of a buffer's shards.
 
-    ``extra`` is 1 when each shard message carries the count after the slice.
+    ``push_views[k]`` is what this worker sends to shard ``k``'s server and
+    ``pull_views[k]`` where the served shard lands; for a plain sum both are
+    the shard's slice of the buffer itself (the pull overwrites it in place).
     """
 
-    def __init__(self, source, plan: segments.SegmentPlan, comm, backend, extra: int):
+    def __init__(self, plan: segments.SegmentPlan, comm, backend, push_views, pull_views):
         p, rank = comm.size, comm.rank
-        self.source, self.plan = source, plan
-        offsets, widths = plan.offsets[0].tolist(), plan.widths[0].tolist()
-        self.pieces = list(zip(offsets, widths))
-        self.server = [k % p for k in range(len(widths))]
-        slots = [w + extra for w in widths]
-        starts = np.concatenate(([0], np.cumsum(slots)[:-1])).astype(int).tolist() if slots else []
-        self.pull = backend.empty(sum(slots))
-        self.pull_views = [self.pull[s:s + n] for s, n in zip(starts, slots)]
-        # Each shard served here receives one push from every other worker.
-        mine = [k for k in range(len(widths)) if self.server[k] == rank]
-        widest = max((slots[k] for k in mine), default=0)
-        inbox = backend.empty(len(mine) * p * widest)
-        self.inbox = {k: [inbox[(j * p + w) * widest:(j * p + w) * widest + slots[k]] for w in range(p)]
-                      for j, k in enumerate(mine)}
-        # The placement pieces for the pulled slices (without their count slot).
-        self.placed = [(o, v[:w]) for o, w, v in zip(offsets, widths, self.pull_views)]
+        self.pieces = plan.pieces()
+        self.valid = plan.covers()
+        self.push_views, self.pull_views = push_views, pull_views
+        self.server = [k % p for k in range(plan.parts)]
+        # Each shard served here receives one push from every other worker; this
+        # worker's own push is read where it is.
+        mine = [k for k in range(plan.parts) if self.server[k] == rank]
+        widest = max((len(push_views[k]) for k in mine), default=0)
+        space = backend.empty(len(mine) * p * widest)
+        self.inbox = {}
+        for j, k in enumerate(mine):
+            slots = [space[(j * p + w) * widest:(j * p + w) * widest + len(push_views[k])] for w in range(p)]
+            slots[rank] = push_views[k]
+            self.inbox[k] = slots
 
 
 class ParameterServer(SyncStrategy):
@@ -81,74 +85,78 @@ class ParameterServer(SyncStrategy):
         super().__init__(comm, backend, n_params, options)
         self.shards = int(self.options.get("ps_shards") or 0) or comm.size
         plan = segments.shard_plan(n_params, self.shards)
-        self.step = _Exchange(None, plan, comm, backend, extra=1)
-        # The push buffer: [slice..., count] per shard, laid out like the pull buffer.
-        self.push = backend.empty(len(self.step.pull))
-        self.push_views = [self.push[v_start:v_start + len(v)] for v_start, v in
-                           zip(self._starts(self.step.pull_views), self.step.pull_views)]
+        # Push and pull buffers: [slice..., count] per shard, one after the other.
+        slots = (plan.widths[0] + 1).tolist()
+        starts = np.concatenate(([0], np.cumsum(slots)[:-1])).astype(int).tolist()
+        self.push, self.pull = backend.empty(sum(slots)), backend.empty(sum(slots))
+        push_views = [self.push[s:s + n] for s, n in zip(starts, slots)]
+        pull_views = [self.pull[s:s + n] for s, n in zip(starts, slots)]
+        self.step = _Exchange(plan, comm, backend, push_views, pull_views)
+        # The pulled slices, without their count slot, as placement pieces for the parameters.
+        self.placed = [(o, v[:w]) for (o, w), v in zip(self.step.pieces, pull_views)]
         self._sum: _Exchange | None = None
-
-    @staticmethod
-    def _starts(views) -> list[int]:
-        return np.concatenate(([0], np.cumsum([len(v) for v in views])[:-1])).astype(int).tolist()
+        self._sum_buf = None
 
     # ------------------------------------------------------------------ training step
     def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
         ex = self.step
-        for (offset, width), view in zip(ex.pieces, self.push_views):
+        for (offset, width), view in zip(ex.pieces, ex.push_views):
             self.backend.pack(view, grad_sum[offset:offset + width], count)
 
         def serve(k: int, total) -> None:
             offset, width = ex.pieces[k]
             out = ex.pull_views[k]
-            out[:width] = params[offset:offset + width]  # the server's slice, from its replica
+            out[:width] = params[offset:offset + width]  # the server's slice, from its own replica
             out[width:] = total[width:]  # the total count travels back with the slice
             self.backend.apply_update(out[:width], total[:width], total[width], lr)
 
-        self._exchange(ex, self.push_views, serve)
-        if not place_pieces(params, ex.placed):
-            raise AssertionError("pulled shards do not cover the parameters")  # plan bug: fail loudly
+        self._exchange(ex, serve)
+        if not place_pieces(params, self.placed):
+            raise AssertionError("pulled shards do not cover the parameters")  # a plan bug: fail loudly
         # The total count, for the records: every pulled slice carries it.
-        self.buffer[-1:] = ex.pull_views[0][-1:] if ex.pull_views else 0
+        self.buffer[-1:] = ex.pull_views[0][-1:]
         return Reduction(self.comm.worker_ids, ex.pieces, self.n_params)
 
     # ------------------------------------------------------------------ plain sum (benchmarks)
     def reduce(self, buf) -> Reduction:
-        if self._sum is None or self._sum.source is not buf:
+        """Sum ``buf`` through the servers; the pulled sums land in place.
+
+        The shard plan is checked against the ``reassemble`` contract once per
+        buffer; with a plan that fails it nothing is exchanged or written.
+        """
+        if self._sum_buf is not buf:
             plan = segments.shard_plan(len(buf), self.shards)
-            ex = _Exchange(buf, plan, self.comm, self.backend, extra=0)
-            ex.push_views = [buf[o:o + w] for o, w in ex.pieces]
-            self._sum = ex
+            views = [buf[o:o + w] for o, w in plan.pieces()]
+            self._sum, self._sum_buf = _Exchange(plan, self.comm, self.backend, views, views), buf
         ex = self._sum
 
         def serve(k: int, total) -> None:
-            ex.pull_views[k][...] = total
+            if total is not ex.pull_views[k]:
+                ex.pull_views[k][...] = total
 
-        self._exchange(ex, ex.push_views, serve)
-        if not place_pieces(buf, ex.placed):
-            raise AssertionError("pulled shards do not cover the buffer")
+        if ex.valid:
+            self._exchange(ex, serve)
         return Reduction(self.comm.worker_ids, ex.pieces, len(buf))
 
     # ------------------------------------------------------------------ the exchange
-    def _exchange(self, ex: _Exchange, push_views, serve) -> None:
-        """Push every shard to its server, let each served shard be summed and served, pull."""
+    def _exchange(self, ex: _Exchange, serve) -> None:
+        """Push every shard to its server, sum and serve the shards held here, pull."""
         comm, rank, p = self.comm, self.comm.rank, self.comm.size
         everyone = range(p)
         self.backend.synchronize()
         requests = []
-        for k, inbox in ex.inbox.items():
+        for k, slots in ex.inbox.items():
             for w in everyone:
-                if w != rank and len(inbox[w]):
-                    requests.append(comm.irecv(inbox[w], w, _PUSH_TAG))
-        for k, view in enumerate(push_views):
+                if w != rank and len(slots[w]):
+                    requests.append(comm.irecv(slots[w], w, _PUSH_TAG))
+        for k, view in enumerate(ex.push_views):
             if ex.server[k] != rank and len(view):
                 requests.append(comm.isend(view, ex.server[k], _PUSH_TAG))
         comm.wait(requests, everyone)
-        for k, inbox in ex.inbox.items():
-            inbox[rank] = push_views[k]  # this worker's own push needs no message
-            total = inbox[0]
-            for w in range(1, p):  # worker order: the same sum whichever rank serves
-                self.backend.accumulate(total, inbox[w])
+        for k, slots in ex.inbox.items():
+            total = slots[0]
+            for w in range(1, p):  # worker order: the same bits whichever rank serves
+                self.backend.accumulate(total, slots[w])
             serve(k, total)
         self.backend.synchronize()
         requests = []
