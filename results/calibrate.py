@@ -1,17 +1,20 @@
 """Calibration: the machine parameters the cost model needs, measured in the same run.
 
-Four figures, each stored with a sentence saying how it was measured:
+Each figure is stored with a sentence saying how it was measured (``HOW``):
 
 * alpha (s) and beta (s/byte): ping-pong between ranks 0 and 1 through the
   same deadline-bounded buffer calls the strategies use
-  (:class:`mpibench.comm.Comm`), half round-trip times fitted by least squares
-  to ``t(n) = alpha + n * beta``;
+  (:class:`mpibench.comm.Comm`), fitted to ``t(n) = alpha + n * beta``; once
+  back to back (for collective benchmarks) and once with both ranks computing
+  a local step before each round trip (for training steps);
 * gamma (s/byte): local reduction throughput, ``dst += src`` on float32, once
   on a cache-sized and once on a memory-sized buffer;
 * compute: one worker's local part of a step (gather the batch, forward and
   backward pass, pack the step buffer, apply the update) at two batch sizes,
-  fitted to ``fixed + per_sample * b``;
-* cores available to a rank versus ranks on this host.
+  fitted to ``fixed + per_sample * b``; and the software cost of one
+  collective call on a one-rank communicator;
+* cores available to a rank versus ranks on this host, and how many cores
+  other processes kept busy while all this was measured.
 
 Ranks not taking part in a measurement sleep on a non-blocking barrier, so the
 measuring ranks have the cores to themselves (as far as the host allows).
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import os
 import time
+
 import numpy as np
 from mpi4py import MPI
 
@@ -186,12 +190,20 @@ def call_overhead_s(n_floats: int, repeats: int = 200) -> float:
 
 
 def compute_fit(config, batches=(8, 256)) -> tuple[float, float]:
-    with blas_one_thread():
-        ys = [local_step_s(config, b) for b in batches]
-    return fit_line(batches, ys)
+    """(fixed, per-sample) seconds of a local step, from two batch sizes."""
+    return fit_line(batches, [local_step_s(config, b) for b in batches])
 
 
 # ----------------------------------------------------------------------------- all of it
+def local_figures(config) -> tuple[float, ...]:
+    """gamma (cache, memory), compute (fixed, per sample) and the call overhead, on this rank."""
+    with blas_one_thread():
+        fixed, per_sample = compute_fit(config)
+    overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
+    return (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
+            fixed, per_sample, overhead)
+
+
 def calibrate(world: MPI.Comm, config) -> Calibration:
     """Measure every figure (collective: every rank of ``world`` calls it)."""
     from mpibench.runinfo import this_host
@@ -200,17 +212,8 @@ def calibrate(world: MPI.Comm, config) -> Calibration:
     pings = ping_pong(world)
     with blas_one_thread():
         step_pings = ping_pong(world, local_step(config, config.batch_size))
-    local = None
-    if world.Get_rank() == 0:
-        gamma_cache = reduction_s_per_byte(GAMMA_CACHE_BYTES)
-        gamma_memory = reduction_s_per_byte(GAMMA_MEMORY_BYTES)
-        fixed, per_sample = compute_fit(config)
-        overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
-        local = (gamma_cache, gamma_memory, fixed, per_sample, overhead)
-    else:
-        idle_until_released(world)
-    if world.Get_rank() == 0:
-        idle_until_released(world)
+    local = local_figures(config) if world.Get_rank() == 0 else None
+    idle_until_released(world)  # the others sleep while rank 0 measures alone
     gamma_cache, gamma_memory, fixed, per_sample, overhead = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
     other_cores = load.other_cores()
