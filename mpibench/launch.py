@@ -3,7 +3,8 @@
 The launcher string comes from ``--mpiexec`` or ``MPIBENCH_MPIEXEC`` (see
 :func:`mpibench.config.launcher`). Every job runs in its own process group
 with a hard deadline: a job that passes it is killed as a group and reported
-as hung, never waited on forever. The job's stdout and stderr are kept in
+as hung, never waited on forever. A driver that is interrupted kills the
+jobs it still runs (:func:`kill_all`) instead of leaving them behind. The job's stdout and stderr are kept in
 files beside its outputs, so a crash keeps its evidence.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +71,10 @@ def tail(path: Path, chars: int = TAIL_CHARS) -> str:
     return text[-chars:]
 
 
+_LIVE: set[subprocess.Popen] = set()  # jobs still running, for kill_all
+_LIVE_LOCK = threading.Lock()
+
+
 def run_job(cmd: list[str], log_dir: Path, deadline_s: float) -> JobResult:
     """Run ``cmd`` with stdout/stderr in ``log_dir``; kill its process group at the deadline."""
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -77,10 +83,38 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float) -> JobResult:
     with open(out_path, "w") as out, open(err_path, "w") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                 env=job_env(), start_new_session=True)
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         try:
             code = proc.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc)
             proc.wait()
             code = None
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
     return JobResult(code, time.perf_counter() - start, deadline_s, tail(out_path), tail(err_path))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def kill_all() -> None:
+    """Kill every job this process started that is still running (the driver is stopping)."""
+    with _LIVE_LOCK:
+        running = list(_LIVE)
+    for proc in running:
+        _kill_group(proc)
+
+
+def stop_on_sigterm() -> None:
+    """Turn SIGTERM into KeyboardInterrupt, so a driver stopped by a scheduler cleans up its jobs."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case
+from .launch import kill_all
 from .mutants import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
@@ -138,7 +139,12 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
                  f"{jobs} at a time; uneven shards: --samples {UNEVEN_SAMPLES} --batch-size {UNEVEN_BATCH}\n")
     stream.flush()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = list(pool.map(lambda t: run_case(t.case(), folder(out, t), mpiexec, deadline_s), plan))
+        try:
+            outcomes = list(pool.map(lambda t: run_case(t.case(), folder(out, t), mpiexec, deadline_s), plan))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_all()
+            raise
     good = True
     titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "

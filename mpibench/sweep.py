@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 
 from .cases import CRASH, HANG, OK, VIOLATION, Case, Outcome, run_case
-from .launch import launcher_argv, mpibench_command
+from .launch import kill_all, launcher_argv, mpibench_command, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
 from .records import SWEEP_COLUMNS, CsvLog
@@ -72,11 +72,16 @@ def run_sweep(cases: list[Case], settings: SweepSettings, stream=None) -> list[O
     done: dict[int, Outcome] = {}
     with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
         futures = {pool.submit(_run_one, case, settings): i for i, case in enumerate(cases)}
-        for future in as_completed(futures):
-            outcome = future.result()
-            done[futures[future]] = outcome
-            progress.advance(outcome.outcome != OK)
-            write_tables([done[i] for i in sorted(done)], settings.out)
+        try:
+            for future in as_completed(futures):
+                outcome = future.result()
+                done[futures[future]] = outcome
+                progress.advance(outcome.outcome != OK)
+                write_tables([done[i] for i in sorted(done)], settings.out)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_all()  # the running jobs end now; sweep.csv keeps the finished cases
+            raise
     progress.finish()
     outcomes = [done[i] for i in range(len(cases))]
     for outcome in outcomes:
@@ -202,6 +207,7 @@ def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: i
                f"{','.join(names)} = {seeds * len(worker_counts) * len(names)} cases, {jobs} at a time; "
                f"launcher: {shlex.join(argv)}", err=True)
     start = time.perf_counter()
+    stop_on_sigterm()
     outcomes = run_sweep(plan.cases(), settings)
     click.echo(summary_text(outcomes, time.perf_counter() - start))
     click.echo(f"sweep.csv and findings.csv in {out}")

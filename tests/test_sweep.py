@@ -1,8 +1,11 @@
 """The sweep driver: plan, findings that are never dropped, exact replay, shrinking."""
 import os
 import shlex
+import signal
 import stat
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -115,3 +118,25 @@ def test_a_violation_is_shrunk_and_the_minimal_command_still_fails(tmp_path):
     assert again.returncode == 1 and "equivalence" in again.stdout
     sweep = pd.read_csv(tmp_path / "sweep.csv", keep_default_na=False)
     assert sweep.minimal_replay[0] == outcome.minimal
+
+
+def test_a_stopped_sweep_leaves_no_jobs_behind(tmp_path):
+    marker = f"sleep 3{os.getpid() % 10}7"  # a command line nobody else runs
+    launcher = fake_launcher(tmp_path, f"exec {marker}")[0]
+    proc = subprocess.Popen([sys.executable, "-m", "mpibench", "sweep", "--seeds", "2", "--workers", "2",
+                             "--strategies", "ring", "--jobs", "2", "--mpiexec", launcher,
+                             "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not running(marker):
+        time.sleep(0.2)
+    assert running(marker)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    time.sleep(0.5)
+    assert not running(marker)
+
+
+def running(command: str) -> bool:
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return any(line.strip() == command for line in ps.splitlines())
