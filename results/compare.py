@@ -47,7 +47,7 @@ def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: fl
                                         "(the model assumes one core per rank)"))
     if other_cores is not None and other_cores > HOST_BUSY_CORES:
         found.append(("host_busy", f"host busy: other processes kept {other_cores:.1f} of {cores} cores "
-                                   "busy during the measurement"))
+                                   "busy while this run measured"))
     if spread is not None and spread > STRAGGLER_SPREAD:
         found.append(("straggler", f"straggler delay: the slow tail is {spread:.1f}x the typical time"))
     share = costmodel.latency_share(cal, strategy, ranks, nbytes, options) if strategy else 0.0
@@ -96,8 +96,21 @@ def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> lis
     return rows
 
 
-def compare_collectives(cal: Calibration, bench: pd.DataFrame, options: dict) -> list[dict]:
-    """One row per measured bench row with a modelled twin (same strategy, ranks, bytes)."""
+def run_load(cal: Calibration, scaling: pd.DataFrame | None) -> float | None:
+    """Cores other processes kept busy during this run's calibration and scaling (the larger)."""
+    seen = [cal.other_load_cores] if cal.other_load_cores is not None else []
+    if scaling is not None and "other_load_cores" in scaling.columns:
+        loads = pd.to_numeric(scaling.other_load_cores, errors="coerce").dropna()
+        seen += [float(loads.median())] if len(loads) else []
+    return max(seen) if seen else None
+
+
+def compare_collectives(cal: Calibration, bench: pd.DataFrame, options: dict,
+                        other_cores: float | None = None) -> list[dict]:
+    """One row per measured bench row with a modelled twin (same strategy, ranks, bytes).
+
+    The benchmark itself does not measure the host's load; ``other_cores`` is
+    the load seen during the same run (see :func:`run_load`)."""
     if bench is None or bench.empty:
         return []
     keys = ["strategy", "ranks", "bytes"]
@@ -112,9 +125,9 @@ def compare_collectives(cal: Calibration, bench: pd.DataFrame, options: dict) ->
         low = float(m.time_min_s) if m.time_min_s else None
         spread = float(m.time_max_s) / low if low else None
         rows.append({"kind": "collective", "strategy": m.strategy, "mode": "", "ranks": m.ranks,
-                     "bytes": m.bytes, "local_batch": "",
+                     "bytes": m.bytes, "local_batch": "", "other_load_cores": other_cores,
                      **judge(cal, m.strategy, int(m.ranks), float(m.bytes), float(m.time_max_s),
-                             float(model.loc[key, "time_max_s"]), spread, options)})
+                             float(model.loc[key, "time_max_s"]), spread, options, other_cores)})
     return rows
 
 

@@ -18,7 +18,7 @@ from mpi4py import MPI
 from . import scaling as scaling_mod
 from .calibrate import calibrate
 from .calibration import Calibration
-from .compare import compare_collectives, compare_steps, comparison_frame, modelled_bench_rows
+from .compare import compare_collectives, compare_steps, comparison_frame, modelled_bench_rows, run_load
 from .report import build, read_csv
 from .scaling import SCALING_COLUMNS, ScalingPlan
 
@@ -65,8 +65,9 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
     pd.DataFrame(rows, columns=SCALING_COLUMNS).to_csv(os.path.join(out_dir, "scaling.csv"), index=False)
     model_bench(out_dir, cal, options)
     bench = read_csv(out_dir, "bench.csv")
-    comparison = comparison_frame(compare_steps(cal, pd.DataFrame(rows), options)
-                                  + compare_collectives(cal, bench, options))
+    scaling = pd.DataFrame(rows)
+    comparison = comparison_frame(compare_steps(cal, scaling, options)
+                                  + compare_collectives(cal, bench, options, run_load(cal, scaling)))
     comparison.to_csv(os.path.join(out_dir, "comparison.csv"), index=False)
     runinfo.update(out_dir, {"calibration": cal.as_dict(), "model_options": options,
                              "scaling_plan": plan.__dict__})

@@ -362,7 +362,7 @@ def section_findings(found: list[str], checked: bool) -> str:
 # ----------------------------------------------------------------------------- assembly
 def build(out_dir: str) -> str:
     """Write ``out_dir/report.html`` from the files there; returns its path."""
-    from .compare import comparison_frame, compare_collectives, compare_steps
+    from .compare import comparison_frame, compare_collectives, compare_steps, run_load
 
     info = read_run_json(out_dir)
     cal = calibration_of(info)
@@ -371,7 +371,8 @@ def build(out_dir: str) -> str:
     comparison, sweep_findings = read_csv(out_dir, "comparison.csv"), read_csv(out_dir, "findings.csv")
     if comparison is None and cal is not None:  # rebuild it from the measurements if it can be
         options = info.get("model_options", {})
-        rows = compare_steps(cal, scaling, options) + compare_collectives(cal, bench, options)
+        rows = compare_steps(cal, scaling, options) + compare_collectives(cal, bench, options,
+                                                                          run_load(cal, scaling))
         comparison = comparison_frame(rows) if rows else None
     found = findings(info, inv, sweep, bench, scaling, comparison, sweep_findings)
     body = "\n".join([
