@@ -201,6 +201,9 @@ def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: i
     argv = launcher_argv(mpiexec)
     if not argv:
         raise UsageError("--mpiexec is empty")
+    if not any(a.startswith("--with-ft") for a in argv):
+        click.echo("note: the launcher has no '--with-ft ulfm'; under Open MPI a killed rank then "
+                   "ends the whole job, and each such case is a crash finding", err=True)
     plan = SweepPlan(seeds, worker_counts, names, steps, first_seed, extra)
     settings = SweepSettings(Path(out), argv, jobs, case_deadline, shrink_runs)
     click.echo(f"sweep: {seeds} seeds x workers {','.join(map(str, worker_counts))} x "
