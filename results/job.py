@@ -53,9 +53,16 @@ def model_bench(out_dir: str, cal: Calibration, options: dict) -> int:
 
 
 def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strategies,
-           progress=None, plan: ScalingPlan = ScalingPlan()) -> None:
-    """Scaling, modelled rows, comparison and report (every rank calls)."""
+           progress=None, plan: ScalingPlan | None = None) -> None:
+    """Scaling, modelled rows, comparison and report (every rank calls).
+
+    Without a plan, the default one runs between 8 and 16 steps per point,
+    following ``--steps``, so a quick run stays quick."""
+    from dataclasses import replace
+
     from mpibench import runinfo
+
+    plan = plan or replace(ScalingPlan(), steps=min(ScalingPlan.steps, max(8, base.steps)))
 
     measured = scaling_mod.measure(world, base, strategies, backend, plan, progress)
     if world.Get_rank() != 0:
