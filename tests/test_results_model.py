@@ -173,3 +173,20 @@ def test_modelled_bench_rows_cover_each_measured_point_once():
     compared = compare.compare_collectives(calibration(), with_model, {})
     assert [r["kind"] for r in compared] == ["collective", "collective"]
     assert compared[0]["measured_s"] == 3e-4 and "straggler" in compared[0]["cause_codes"]  # max/min = 3
+
+
+def test_host_load_is_measured_not_guessed():
+    import time
+
+    from mpi4py import MPI
+
+    from mpibench.results.hostload import HostLoad, host_busy_s
+
+    before = host_busy_s()
+    assert before is not None and before > 0  # Linux /proc/stat
+    load = HostLoad(MPI.COMM_SELF)
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:  # this process's own work is not "other" load
+        pass
+    other = load.other_cores()
+    assert other is not None and 0.0 <= other <= 64
