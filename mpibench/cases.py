@@ -107,13 +107,15 @@ def judge(case: Case, out_dir: Path, job: JobResult, replay: str) -> Outcome:
         injected[row["kind"]] = injected.get(row["kind"], 0) + 1
     first = f"{bad[0]['step']} {bad[0]['invariant']}" if bad else ""
     invariant = bad[0]["invariant"] if bad else None
+    finished = "wall time" in job.stdout_tail  # the summary was printed: any trouble came on the way out
     if job.hung:
-        finished = "wall time" in job.stdout_tail  # the summary was printed: stuck on the way out
         outcome = HANG
         first = (f"hung at exit after a finished run (killed at the {job.deadline_s:g} s deadline)"
                  if finished else f"hung: no exit within the {job.deadline_s:g} s deadline")
     elif job.returncode not in (0, 1) or (job.returncode == 1) != bool(bad):
-        outcome, first = CRASH, f"job exited {job.returncode}" + (f" after {first}" if first else "")
+        outcome = CRASH
+        first = (f"job exited {job.returncode}" + (f" after {first}" if first else "")
+                 + (" at exit after a finished run" if finished else ""))
     else:
         outcome = VIOLATION if bad else OK
     return Outcome(case, outcome, len(steps), len(checks), len(bad), first, invariant, replay, job,
