@@ -31,7 +31,8 @@ def cores_for(cal: Calibration, ranks: int) -> tuple[int, int]:
 
 
 def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: float,
-           spread: float | None, options: dict, other_cores: float | None = None) -> list[tuple[str, str]]:
+           spread: float | None, options: dict, other_cores: float | None = None,
+           modelled: float | None = None) -> list[tuple[str, str]]:
     """Every likely cause the data supports for a disagreement, as (code, sentence)."""
     found = []
     on_host, cores = cores_for(cal, ranks)
@@ -43,8 +44,10 @@ def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: fl
         return [("faster", "faster than modelled: the implementation beats the modelled algorithm "
                            "(e.g. shared-memory collectives, or alpha/beta overestimated by ping-pong)")]
     if on_host > cores:
+        shared = (f"; time-sharing alone would give {modelled * on_host / cores * 1e3:.3g} ms, "
+                  f"the model x {on_host}/{cores}" if modelled else "")
         found.append(("oversubscribed", f"more ranks than cores: {on_host} ranks time-share {cores} cores "
-                                        "(the model assumes one core per rank)"))
+                                        f"(the model assumes one core per rank{shared})"))
     if other_cores is not None and other_cores > HOST_BUSY_CORES:
         found.append(("host_busy", f"host busy: other processes kept {other_cores:.1f} of {cores} cores "
                                    "busy while this run measured"))
@@ -65,7 +68,8 @@ def judge(cal: Calibration, strategy: str, ranks: int, nbytes: float, measured: 
     ratio = measured / modelled if modelled > 0 else float("inf")
     error = (modelled - measured) / measured if measured > 0 else float("inf")
     within = abs(error) <= TOLERANCE
-    found = [] if within else causes(cal, strategy, ranks, nbytes, ratio, spread, options, other_cores)
+    found = [] if within else causes(cal, strategy, ranks, nbytes, ratio, spread, options, other_cores,
+                                     modelled)
     return {"measured_s": measured, "modelled_s": modelled, "ratio": ratio, "error": error,
             "tolerance": TOLERANCE, "within": within,
             "flag": "" if within else ("slower than modelled" if ratio > 1 else "faster than modelled"),
