@@ -282,8 +282,9 @@ def comparison_table(comparison: pd.DataFrame) -> str:
     rows, classes = [], []
     for r in comparison.to_dict("records"):
         within = str(r["within"]).lower() == "true"
+        flag = "within" if within else r["flag"]
         rows.append([r[c] for c in cols] + [r["measured_s"] * 1e3, r["modelled_s"] * 1e3, r["ratio"],
-                                            f"{r['error']:+.0%}", r["flag"] or "within", r["cause"]])
+                                            f"{r['error']:+.0%}", flag, r["cause"]])
         classes.append([""] * len(cols) + ["", "", "", "ok" if within else "bad", "ok" if within else "bad", ""])
     note = (f"<p>Tolerance: |modelled − measured| ≤ {comparison.tolerance.iloc[0]:.0%} of measured. "
             "Ratio = measured / modelled. Modelled under: "
