@@ -4,14 +4,18 @@
 #   MPIBENCH_DIR     the project checkout (default: found from the submitted script)
 #   PY               the Python that has mpibench installed
 #   MPIBENCH_OUT     the root folder for results (default: $SLURM_SUBMIT_DIR/mpibench-results)
-#   mpibench_launch ARGS...   python -m mpibench ARGS on every task of the allocation
+#   mpibench_launch [-N NODES] [-n TASKS] ARGS...
+#                    python -m mpibench ARGS on the allocation (default: all its tasks)
+#   MPIBENCH_MPIEXEC the launcher `mpibench sweep` uses for its cases (always set here
+#                    from mpirun and MPIBENCH_MPIRUN_FLAGS: a login node's value may not fit)
 #
 # Variables a user may set (sbatch --export or the environment at submit time):
 #   MPIBENCH_VENV    virtual environment with mpibench (default: $MPIBENCH_DIR/.venv;
 #                    when it does not exist, python3 from PATH, e.g. a site module)
 #   MPIBENCH_LAUNCH  mpirun (default: the embedded Open MPI from the venv, or the one on PATH)
 #                    or srun (srun --mpi=pmix: a site MPI built with PMIx support)
-#   MPIBENCH_MPIRUN_FLAGS  extra mpirun flags (default: --with-ft ulfm --oversubscribe)
+#   MPIBENCH_MPIRUN_FLAGS  mpirun flags (default: --with-ft ulfm --oversubscribe; the
+#                    oversubscription leaves room for the replacements that respawn starts)
 #
 # Fault scenarios need ULFM, which Open MPI offers only under `mpirun --with-ft ulfm`
 # (its documentation says direct launch with srun is not supported), so jobs that
@@ -59,7 +63,7 @@ fi
 
 MPIRUN="$(command -v mpirun || true)"
 # Jobs that `mpibench sweep` starts use the same launcher and flags.
-export MPIBENCH_MPIEXEC="${MPIBENCH_MPIEXEC:-$MPIRUN $MPIBENCH_MPIRUN_FLAGS}"
+export MPIBENCH_MPIEXEC="$MPIRUN $MPIBENCH_MPIRUN_FLAGS"
 export PYTHONUNBUFFERED=1
 
 mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on the allocation
