@@ -56,7 +56,7 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
            progress=None, plan: ScalingPlan | None = None) -> None:
     """Scaling, modelled rows, comparison and report (every rank calls).
 
-    Without a plan, the default one runs between 8 and 16 steps per point,
+    Without a plan, the default one runs between 8 and 12 steps per point,
     following ``--steps``, so a quick run stays quick."""
     from dataclasses import replace
 

@@ -23,7 +23,7 @@ from .hostload import HostLoad
 SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
                    "step_time_s", "step_time_p90_s", "sync_time_s", "speedup", "efficiency",
                    "other_load_cores", "violations", "tag", "assumptions"]
-WARMUP_STEPS = 3
+WARMUP_STEPS = 2
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ScalingPlan:
     samples: int = 4096
     weak_batch: int = 128  # per rank
     strong_batch: int = 1024  # global
-    steps: int = 16
+    steps: int = 12
 
     def config(self, base, strategy: str, local_batch: int):
         return replace(base, strategy=strategy, scenario="none", features=self.features,
