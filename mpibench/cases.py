@@ -61,6 +61,16 @@ class Outcome:
                 "case_time_s": round(self.job.wall_s, 3)}
 
 
+def stderr_gist(text: str, chars: int = 240) -> str:
+    """The line of a job's stderr that best says what went wrong (a signal, else an error)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for needle in ("Signal:", "Error:", "error:", "Exception:"):
+        hits = [line for line in lines if needle in line]
+        if hits:
+            return hits[-1][-chars:]
+    return " | ".join(lines[-2:])[-chars:]
+
+
 def fault_text(schedule) -> str:
     """The schedule's events in one line, without its name."""
     text = schedule.summary()

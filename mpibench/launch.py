@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .config import launcher
 
-TAIL_CHARS = 2000
+TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
 
 def launcher_argv(mpiexec: str | None = None) -> list[str]:

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case
+from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
 from .launch import kill_all
 from .mutants import MUTANTS
 
@@ -120,8 +120,7 @@ def verdict(trial: Trial, outcome: Outcome, invariants_csv: Path | None = None) 
         held = "not distinguishable" if trial.group == "equal" else "all invariants held"
         text = f"{held}: 0 violations in {outcome.checks} checks"
         return (not trial.expect_caught, text if not trial.expect_caught else f"NOT caught ({outcome.checks} checks)")
-    tail = " | ".join(line for line in outcome.job.stderr_tail.splitlines()[-3:] if line.strip())
-    return False, f"job failed ({outcome.first_violation}): {tail[-240:]}"
+    return False, f"job failed ({outcome.first_violation}): {stderr_gist(outcome.job.stderr_tail)}"
 
 
 def folder(out: Path, trial: Trial) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from .cases import CRASH, HANG, OK, VIOLATION, Case, Outcome, run_case
+from .cases import CRASH, HANG, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
 from .launch import kill_all, launcher_argv, mpibench_command, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
@@ -108,7 +108,8 @@ def write_tables(outcomes: list[Outcome], out: Path) -> None:
             findings.write({"case": o.case.case_id, "outcome": o.outcome,
                             "first_violation": o.first_violation,
                             "exit_status": "" if o.job.hung else o.job.returncode,
-                            "stderr_tail": o.job.stderr_tail[-600:], "replay": o.replay})
+                            "stderr_tail": stderr_gist(o.job.stderr_tail) + "\n...\n" + o.job.stderr_tail[-600:],
+                            "replay": o.replay})
     sweep.close()
     findings.close()
 
@@ -167,7 +168,8 @@ def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
              + (", ".join(f"{n} {k}" for k, n in sorted(injected.items())) or "none")]
     for o in outcomes:
         if o.outcome != OK:
-            lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}\n    replay: {o.replay}"
+            gist = f"\n    stderr: {stderr_gist(o.job.stderr_tail)}" if o.outcome in (CRASH, HANG) else ""
+            lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}{gist}\n    replay: {o.replay}"
                          + (f"\n    minimal: {o.minimal}" if o.minimal else ""))
     return "\n".join(lines)
 
