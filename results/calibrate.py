@@ -11,8 +11,8 @@ Each figure is stored with a sentence saying how it was measured (``HOW``):
   on a cache-sized and once on a memory-sized buffer;
 * compute: one worker's local part of a step (gather the batch, forward and
   backward pass, pack the step buffer, apply the update) at two batch sizes,
-  fitted to ``fixed + per_sample * b``; and the software cost of one
-  collective call on a one-rank communicator;
+  fitted to ``fixed + per_sample * b``; the software cost of one collective
+  call on a one-rank communicator; and the worker loop's own per-step cost;
 * cores available to a rank versus ranks on this host, and how many cores
   other processes kept busy while all this was measured.
 
@@ -195,13 +195,38 @@ def compute_fit(config, batches=(8, 256)) -> tuple[float, float]:
 
 
 # ----------------------------------------------------------------------------- all of it
+LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 14, 4
+
+
+def loop_overhead_s(config, call_s: float) -> float:
+    """The worker loop's own per-step cost (bookkeeping, marks, records) on one rank.
+
+    The real trainer runs ``LOOP_STEPS`` steps of a tiny batch on MPI.COMM_SELF;
+    its median step time less the local work of that batch and the two
+    collective calls (gradient, loss statistics) is what every step pays besides.
+    """
+    from dataclasses import replace
+
+    from mpibench.kernels import NumpyBackend
+    from mpibench.runner import run_scenario
+
+    from .memrecords import MemoryRecords
+
+    records = MemoryRecords()
+    loop = replace(config, batch_size=LOOP_BATCH, steps=LOOP_STEPS, check_every=10 ** 6, scenario="none")
+    run_scenario(loop, MPI.COMM_SELF, records, NumpyBackend())
+    step_s = float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]]))
+    return max(step_s - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
+
+
 def local_figures(config) -> tuple[float, ...]:
-    """gamma (cache, memory), compute (fixed, per sample) and the call overhead, on this rank."""
+    """gamma (cache, memory), compute (fixed, per sample), call and loop overheads, on this rank."""
+    overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
     with blas_one_thread():
         fixed, per_sample = compute_fit(config)
-    overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
+        loop = loop_overhead_s(config, overhead)
     return (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
-            fixed, per_sample, overhead)
+            fixed, per_sample, overhead, loop)
 
 
 def calibrate(world: MPI.Comm, config) -> Calibration:
@@ -214,7 +239,7 @@ def calibrate(world: MPI.Comm, config) -> Calibration:
         step_pings = ping_pong(world, local_step(config, config.batch_size))
     local = local_figures(config) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
-    gamma_cache, gamma_memory, fixed, per_sample, overhead = world.bcast(local, root=0)
+    gamma_cache, gamma_memory, fixed, per_sample, overhead, loop = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
     other_cores = load.other_cores()
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
@@ -223,6 +248,7 @@ def calibrate(world: MPI.Comm, config) -> Calibration:
         alpha_s=alpha, beta_s_per_byte=beta,
         gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
         compute_fixed_s=fixed, compute_per_sample_s=per_sample, call_overhead_s=overhead,
+        loop_overhead_s=loop,
         cores=cores_available(), ranks_on_host=hosts.count(hosts[0]), ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
         alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step, other_load_cores=other_cores,
@@ -246,6 +272,9 @@ HOW = {
     "compute_per_sample_s": "slope of the same line (seconds per sample)",
     "call_overhead_s": "median time of one Allreduce of the model's gradient on a one-rank communicator "
                        "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0",
+    "loop_overhead_s": f"the worker loop (mpibench.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
+                       f"{LOOP_STEPS} steps: median step time after {LOOP_WARMUP} less the local step of that "
+                       "batch and two collective call overheads",
     "cores": "CPUs in this process's affinity mask (os.sched_getaffinity)",
     "ranks_on_host": "ranks of the job whose host name equals rank 0's",
     "other_load_cores": "cores kept busy by other processes while calibrating: the host's busy CPU "

@@ -22,6 +22,7 @@ class Calibration:
     ranks_on_host: int
     ranks: int
     call_overhead_s: float = 0.0
+    loop_overhead_s: float = 0.0  # the worker loop's bookkeeping per step
     alpha_step_s: float = 0.0  # alpha and beta as a training step sees them (after compute)
     beta_step_s_per_byte: float = 0.0
     other_load_cores: float | None = None  # other processes' CPU use while calibrating

@@ -209,7 +209,7 @@ def section_calibration(info: dict, cal: Calibration | None) -> str:
         return missing("calibration in run.json")
     units = {"alpha_s": "s", "beta_s_per_byte": "s/byte", "alpha_step_s": "s", "beta_step_s_per_byte": "s/byte", "gamma_cache_s_per_byte": "s/byte",
              "gamma_memory_s_per_byte": "s/byte", "compute_fixed_s": "s", "compute_per_sample_s": "s/sample",
-             "call_overhead_s": "s", "cores": "", "ranks_on_host": "", "other_load_cores": "cores"}
+             "call_overhead_s": "s", "loop_overhead_s": "s", "cores": "", "ranks_on_host": "", "other_load_cores": "cores"}
     rows = [[name, getattr(cal, name), unit, cal.how.get(name, "")] for name, unit in units.items()]
     text = "<h3>Calibration (measured in this run)</h3>" + table(["figure", "value", "unit", "how"], rows)
     return text + "<h3>Model assumptions</h3><ul>" + "".join(

@@ -19,6 +19,7 @@ from mpi4py import MPI
 
 from .calibrate import blas_one_thread, idle_until_released
 from .hostload import HostLoad
+from .memrecords import MemoryRecords
 
 SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
                    "step_time_s", "step_time_p90_s", "sync_time_s", "speedup", "efficiency",
@@ -59,29 +60,6 @@ def rank_counts(world_size: int) -> list[int]:
         counts.append(p)
         p *= 2
     return counts + [world_size]
-
-
-class _StepTimes:
-    """Stands in for a CSV log: keeps the step rows in memory."""
-
-    def __init__(self):
-        self.rows = []
-
-    def write(self, row: dict) -> None:
-        self.rows.append(row)
-
-    def close(self) -> None:
-        pass
-
-
-class MemoryRecords:
-    """The record set a scaling run writes into: steps kept, the rest dropped."""
-
-    def __init__(self):
-        self.steps, self.invariants, self.faults = _StepTimes(), _StepTimes(), _StepTimes()
-
-    def close(self) -> None:
-        pass
 
 
 def measure_point(world: MPI.Comm, config, p: int, backend) -> dict | None:

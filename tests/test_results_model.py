@@ -62,7 +62,7 @@ def test_step_uses_the_after_compute_alpha_and_adds_compute():
     step = costmodel.step_s(cal, "ring", 4, 128, 76844)
     in_step = cal.in_step()
     assert in_step.alpha_s == cal.alpha_step_s
-    expected = cal.compute_s(128) + costmodel.ring_s(in_step, 4, 76844) + 2 * cal.alpha_step_s
+    expected = cal.compute_s(128) + cal.loop_overhead_s + costmodel.ring_s(in_step, 4, 76844) + 2 * cal.alpha_step_s
     assert step == pytest.approx(expected)
 
 

@@ -22,7 +22,7 @@ def calibration(**over) -> Calibration:
     values = dict(alpha_s=5e-6, beta_s_per_byte=1e-10, gamma_cache_s_per_byte=3e-11,
                   gamma_memory_s_per_byte=1e-10, compute_fixed_s=7e-5, compute_per_sample_s=2e-6,
                   cores=2, ranks_on_host=4, ranks=4, call_overhead_s=3e-6, alpha_step_s=4e-5,
-                  beta_step_s_per_byte=3e-10, how={"alpha_s": "ping-pong <fit>"})
+                  beta_step_s_per_byte=3e-10, loop_overhead_s=2e-5, how={"alpha_s": "ping-pong <fit>"})
     values.update(over)
     return Calibration(**values)
 

@@ -1,0 +1,30 @@
+"""Step records kept in memory: how the results layer times the real worker loop.
+
+The scaling measurement and the loop-overhead calibration run the ordinary
+trainer (``mpibench.runner.run_scenario``) and read its step rows from here
+instead of from a CSV.
+"""
+from __future__ import annotations
+
+
+class RowList:
+    """Stands in for a CSV log: keeps the step rows in memory."""
+
+    def __init__(self):
+        self.rows = []
+
+    def write(self, row: dict) -> None:
+        self.rows.append(row)
+
+    def close(self) -> None:
+        pass
+
+
+class MemoryRecords:
+    """Stands in for :class:`mpibench.records.RunRecords`: every row kept in memory."""
+
+    def __init__(self):
+        self.steps, self.invariants, self.faults = RowList(), RowList(), RowList()
+
+    def close(self) -> None:
+        pass
