@@ -6,9 +6,10 @@ with the seed, so both policies meet every worker count. Cases run ``--jobs``
 at a time. ``sweep.csv`` is rewritten in plan order after every finished
 case, so an interrupted sweep keeps what it has; a job that crashes, hangs
 past its deadline or exits with an unexpected status is a finding with its
-stderr tail in ``findings.csv``, never a dropped row. After the plan, each
-violating case is shrunk (:mod:`mpibench.minimise`) and its minimal replay
-command is printed beside the original.
+stderr tail in ``findings.csv``, never a dropped row; ``sweep.json`` holds the
+plan, the rate and the fault counts. After the plan, each violating case is
+shrunk (:mod:`mpibench.minimise`) and its minimal replay command is printed
+beside the original.
 """
 from __future__ import annotations
 
@@ -151,7 +152,8 @@ def minimise_case(outcome: Outcome, settings: SweepSettings, stream) -> None:
 
 
 # ---------------------------------------------------------------------------- summary
-def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
+def tally(outcomes: list[Outcome]) -> dict:
+    """Outcome counts, scheduled events by kind, and faults.csv rows by kind."""
     counts = {k: sum(o.outcome == k for o in outcomes) for k in (OK, VIOLATION, CRASH, HANG)}
     planned = {"kill": 0, "delay": 0, "partition": 0}
     injected: dict[str, int] = {}
@@ -160,6 +162,33 @@ def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
             planned[event.kind] = planned.get(event.kind, 0) + 1
         for kind, n in o.faults_injected.items():
             injected[kind] = injected.get(kind, 0) + n
+    return {"outcomes": counts, "scheduled": planned, "injected": dict(sorted(injected.items()))}
+
+
+def write_sweep_json(out: Path, plan: SweepPlan, settings: SweepSettings, outcomes: list[Outcome],
+                     wall_s: float) -> None:
+    """What the sweep was and how it went, beside sweep.csv."""
+    import json
+    import os
+    import platform
+
+    from .records import SCHEMA_VERSION
+    from .runinfo import package_versions
+
+    info = {"schema_version": SCHEMA_VERSION, "seeds": plan.seeds, "first_seed": plan.first_seed,
+            "workers": list(plan.workers), "strategies": list(plan.strategies), "steps": plan.steps,
+            "extra_run_options": list(plan.extra), "launcher": settings.mpiexec, "jobs": settings.jobs,
+            "case_deadline_s": settings.case_deadline_s, "shrink_runs": settings.shrink_runs,
+            "cases": len(outcomes), "wall_s": round(wall_s, 1),
+            "cases_per_minute": round(len(outcomes) / (wall_s / 60), 2) if wall_s > 0 else None,
+            **tally(outcomes), "cores": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "packages": package_versions()}
+    (out / "sweep.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+
+
+def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
+    t = tally(outcomes)
+    counts, planned, injected = t["outcomes"], t["scheduled"], t["injected"]
     rate = len(outcomes) / (wall_s / 60) if wall_s > 0 else 0.0
     lines = [f"{len(outcomes)} cases in {wall_s:.0f} s ({rate:.1f} cases/min): "
              f"{counts[OK]} ok, {counts[VIOLATION]} violating, {counts[CRASH]} crashed, {counts[HANG]} hung",
@@ -214,8 +243,10 @@ def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: i
     start = time.perf_counter()
     stop_on_sigterm()
     outcomes = run_sweep(plan.cases(), settings)
-    click.echo(summary_text(outcomes, time.perf_counter() - start))
-    click.echo(f"sweep.csv and findings.csv in {out}")
+    wall_s = time.perf_counter() - start
+    write_sweep_json(settings.out, plan, settings, outcomes, wall_s)
+    click.echo(summary_text(outcomes, wall_s))
+    click.echo(f"sweep.csv, findings.csv and sweep.json in {out}")
     return 0 if all(o.outcome == OK for o in outcomes) else 1
 
 
