@@ -124,6 +124,7 @@ def run_bench(world: MPI.Comm, strategies, sizes_bytes, backend, out_dir: str | 
                 rows.append(row)
                 if log is not None:
                     log.write(row)
+                if comm.rank == 0:
                     print(progress_line(row), flush=True)
     finally:
         if log is not None:
@@ -215,5 +216,9 @@ def main_job_bench(comm: MPI.Comm, out_dir: str, config, backend, progress=None)
         progress(f"benchmarks ({', '.join(MAIN_JOB_STRATEGIES)}; "
                  f"{', '.join(human_bytes(n) for n in MAIN_JOB_SIZES)}) ...")
     options = {"bucket_bytes": config.bucket_bytes, "ps_shards": config.ps_shards}
-    return run_bench(comm, list(MAIN_JOB_STRATEGIES), list(MAIN_JOB_SIZES), backend, out_dir,
+    rows = run_bench(comm, list(MAIN_JOB_STRATEGIES), list(MAIN_JOB_SIZES), backend, out_dir,
                      iterations=10, warmup=2, seed=config.seed, options=options)
+    wrong = [f"{r['strategy']} at {human_bytes(r['bytes'])}" for r in rows if r["errors"]]
+    if wrong and comm.Get_rank() == 0:
+        print(f"bench: wrong sums from {', '.join(wrong)} (see bench.csv, column errors)", flush=True)
+    return rows
