@@ -1,8 +1,9 @@
 """Known-bad reductions ("mutants") that the self-test feeds to the checker.
 
 Each mutant is a sync strategy with one deliberate mistake, plugged in
-through the ordinary :class:`~mpibench.sync.base.SyncStrategy` interface (or,
-for the recovery mistakes, a :class:`~mpibench.worker.Trainer` subclass). None
+through the ordinary :class:`~mpibench.sync.base.SyncStrategy` interface and
+the trainer's ``strategy_factory`` (``stale-rejoin`` also wraps two recovery
+hooks). None
 of them is registered in :data:`mpibench.sync.STRATEGIES`, so no production
 command line can select one: only ``run --mutant NAME`` (hidden) installs one,
 in that process only, via :func:`install`.
@@ -26,9 +27,11 @@ named by global offset:
   into the next) whose pieces are checked only against the buffer's bounds,
   so the overlaps are written instead of refused.
 
-The recovery mistakes (``dead-leak``, ``stale-rejoin``, ``double-apply``) need
-fault injection; they are a strategy mixin and :class:`~mpibench.worker.Trainer`
-overrides at the end of this module.
+The recovery mistakes need fault injection to show: ``dead-leak`` and
+``double-apply`` are strategy mixins that carry state from an aborted attempt
+into its redo; ``stale-rejoin`` wraps two hooks of the fault recovery
+(:func:`stale_rejoin_patches`) so that healed and respawned workers keep
+stale parameters.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .comm import CommError
-from .sync.base import Reduction, SyncStrategy
+from .sync.base import Reduction
 
 
 # ---------------------------------------------------------------------------- weighting mistakes

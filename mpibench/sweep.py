@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 
 from .cases import CRASH, HANG, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
-from .launch import kill_all, launcher_argv, mpibench_command, stop_on_sigterm
+from .launch import kill_all, launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
 from .records import SWEEP_COLUMNS, CsvLog
@@ -250,4 +250,4 @@ def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: i
     return 0 if all(o.outcome == OK for o in outcomes) else 1
 
 
-__all__ = ["SweepPlan", "SweepSettings", "run_sweep", "sweep_command", "mpibench_command"]
+__all__ = ["SweepPlan", "SweepSettings", "run_sweep", "sweep_command"]

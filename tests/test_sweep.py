@@ -6,7 +6,6 @@ import stat
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
