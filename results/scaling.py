@@ -99,10 +99,12 @@ def measure(world: MPI.Comm, base, strategies, backend, plan: ScalingPlan = Scal
     rows = []
     for strategy in strategies:
         for mode in ("strong", "weak"):
-            for p in rank_counts(world.Get_size()):
+            counts = rank_counts(world.Get_size())
+            if progress:
+                batch = f"global batch {plan.strong_batch}" if mode == "strong" else f"batch {plan.weak_batch} per rank"
+                progress(f"scaling: {strategy}, {mode}, p = {', '.join(map(str, counts))} ({batch}) ...")
+            for p in counts:
                 local = plan.local_batch(mode, p)
-                if progress:
-                    progress(f"scaling {strategy} {mode} p={p} (batch {local} per rank)")
                 row = measure_point(world, plan.config(base, strategy, local), p, backend)
                 if row is not None:
                     rows.append({"strategy": strategy, "mode": mode, "ranks": p, "local_batch": local,
