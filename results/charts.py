@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the back-end must be chosen firs
 import pandas as pd  # noqa: E402
 
 DPI = 80
+# Injected faults get a dotted line; reactions (stalls, re-syncs) are in the table only.
+FAULT_COLOURS = {"kill": "#c0392b", "partition": "#8e44ad", "delay": "#e67e22"}
 PALETTE = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 # Ring and PS usually give identical curves: the second is drawn dashed over the first.
 LINE_STYLES = [{"linewidth": 3, "alpha": 0.55}, {"linewidth": 1.4, "linestyle": "--"}, {"linewidth": 1, "linestyle": ":"}]
@@ -24,7 +26,6 @@ def colour_of(strategy: str) -> str:
     order = ["ring", "ps", "native"]
     index = order.index(strategy) if strategy in order else len(order) + sum(map(ord, strategy))
     return PALETTE[index % len(PALETTE)]
-KILL_COLOUR, OTHER_FAULT_COLOUR = "#c0392b", "#e67e22"
 
 
 def to_data_uri(fig) -> str:
@@ -39,7 +40,9 @@ def _mark_faults(axes, faults: pd.DataFrame | None) -> None:
         return
     events = faults.assign(step=pd.to_numeric(faults["step"], errors="coerce")).dropna(subset=["step"])
     for event in events.drop_duplicates(["step", "kind"]).itertuples(index=False):
-        colour = KILL_COLOUR if str(event.kind) == "kill" else OTHER_FAULT_COLOUR
+        colour = FAULT_COLOURS.get(str(event.kind))
+        if colour is None:
+            continue
         for ax in axes:
             ax.axvline(float(event.step), color=colour, linestyle=":", linewidth=1)
 

@@ -158,7 +158,8 @@ def section_invariants(inv: pd.DataFrame | None) -> str:
 
 def section_scenarios(steps: pd.DataFrame | None, faults: pd.DataFrame | None) -> str:
     head = ("<h2>3. Fault scenarios</h2><p>Loss and effective batch against step, ring and PS "
-            "overlaid (identical schedules). Dotted lines mark injected faults (red: kill). A death "
+            "overlaid (identical schedules). Dotted lines mark injected faults (red: kill, purple: partition, "
+            "orange: delay). A death "
             "shows twice: the batch drops and convergence pays; the epoch-end sawtooth is the short "
             "batch.</p>")
     parts = [head]
@@ -176,9 +177,21 @@ def section_scenarios(steps: pd.DataFrame | None, faults: pd.DataFrame | None) -
     elif faults.empty:
         parts.append("<p>No fault was injected in this run.</p>")
     else:
-        cols = ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"]
-        parts.append(table(cols, faults[cols].values.tolist()))
+        parts.append(fault_tables(faults))
     return "\n".join(parts)
+
+
+def fault_tables(faults: pd.DataFrame) -> str:
+    """A count per scenario, strategy and kind, then every event behind a disclosure."""
+    steps = pd.to_numeric(faults["step"], errors="coerce")
+    summary = (faults.assign(step=steps).groupby(["scenario", "strategy", "kind"], sort=False)["step"]
+               .agg(["count", "min", "max"]).reset_index())
+    rows = [[r.scenario, r.strategy, r.kind, int(r["count"]),
+             "" if pd.isna(r["min"]) else f"{int(r['min'])}–{int(r['max'])}"] for _, r in summary.iterrows()]
+    cols = [c for c in ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"] if c in faults.columns]
+    return (table(["scenario", "strategy", "kind", "events", "steps"], rows)
+            + f"<details><summary>all {len(faults)} events</summary>"
+            + table(cols, faults[cols].values.tolist()) + "</details>")
 
 
 def section_sweep(sweep: pd.DataFrame | None, sweep_findings: pd.DataFrame | None) -> str:
