@@ -168,7 +168,7 @@ def section_scenarios(steps: pd.DataFrame | None, faults: pd.DataFrame | None) -
         steps = pd.DataFrame(columns=["scenario"])
     for scenario, rows in steps.groupby("scenario", sort=False):
         events = faults[faults.scenario == scenario] if faults is not None and not faults.empty else None
-        parts.append(f"<h3>{esc(scenario)}</h3>")
+        parts.append(f"<h3>{esc(scenario)}</h3>{scenario_text(str(scenario))}")
         parts.append(f'<img alt="{esc(scenario)}: loss and effective batch" '
                      f'src="{charts.scenario_chart(str(scenario), rows, events)}">')
     parts.append("<h3>Injected faults (faults.csv)</h3>")
@@ -179,6 +179,17 @@ def section_scenarios(steps: pd.DataFrame | None, faults: pd.DataFrame | None) -
     else:
         parts.append(fault_tables(faults))
     return "\n".join(parts)
+
+
+def scenario_text(name: str) -> str:
+    """The named scenario's one-line description, if this installation knows it."""
+    try:
+        from mpibench.faults.scenarios import SCENARIOS
+
+        text = SCENARIOS[name][0]
+    except (ImportError, KeyError, IndexError, TypeError):
+        return ""
+    return f"<p>{esc(text)}</p>"
 
 
 def fault_tables(faults: pd.DataFrame) -> str:
