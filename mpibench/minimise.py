@@ -2,9 +2,9 @@
 
 The search is greedy, in the manner of delta debugging: from the current
 (workers, steps, schedule) it proposes simpler candidates in a fixed order
--- fewer steps, one event dropped, one event moved earlier or made shorter,
-one worker fewer -- and moves to the first candidate for which ``still_fails``
-holds, then starts over from there. It stops when no candidate fails (the
+-- fewer steps, one event dropped, every event one step earlier, one event
+moved earlier or made shorter, one worker fewer -- and moves to the first
+candidate for which ``still_fails`` holds, then starts over from there. It stops when no candidate fails (the
 result is then locally minimal: no single simplification keeps the failure)
 or when the budget of runs is spent. Candidates that do not validate for
 their world size are skipped without a run. Everything here is pure apart
@@ -86,6 +86,16 @@ def earlier(event) -> Iterator:
             yield replace(event, to_step=event.to_step - 1)
 
 
+def shifted(event, by: int):
+    """``event`` moved ``by`` steps (negative: earlier)."""
+    if isinstance(event, Kill):
+        return replace(event, step=event.step + by)
+    if isinstance(event, Delay):
+        return replace(event, steps=tuple(s + by for s in event.steps))
+    return replace(event, from_step=event.from_step + by,
+                   to_step=None if event.to_step is None else event.to_step + by)
+
+
 def without_worker(event, gone: int):
     """``event`` in a world without worker ``gone``, higher ranks renumbered down by one.
 
@@ -110,6 +120,8 @@ def simpler(c: Candidate, violation_step: int | None = None) -> Iterator[Candida
         yield with_events(c, kept, steps=violation_step + 1)
     for i in range(len(events)):
         yield with_events(c, events[:i] + events[i + 1:])
+    if events and min(first_step(e) for e in events) > 0:  # everything earlier, timing kept
+        yield with_events(c, [shifted(e, -1) for e in events], steps=c.steps - 1)
     for i, event in enumerate(events):
         for moved in earlier(event):
             yield with_events(c, events[:i] + [moved] + events[i + 1:])

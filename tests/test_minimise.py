@@ -83,3 +83,17 @@ def test_invalid_candidates_are_never_run():
     ran = []
     shrink(start, lambda c: ran.append(c) or False, max_runs=10_000)
     assert all(is_valid(c) for c in ran)
+
+
+def test_events_that_must_coincide_move_earlier_together():
+    """A kill at the step a partition heals: both shift, so the pair is kept."""
+    def fails(c):
+        kills = [e for e in c.schedule.events if isinstance(e, Kill)]
+        cuts = [e for e in c.schedule.events if isinstance(e, Partition)]
+        return any(k.step == p.to_step for k in kills for p in cuts)
+
+    events = (Partition(((0, 2), (1,)), 2, 5), Kill(2, 5, "mid_reduction"), Delay(0, (0, 5), 0.1))
+    start = Candidate(3, 8, validate(Schedule("s", 3, events)))
+    m = shrink(start, fails, max_runs=10_000).minimal
+    kill, cut = sorted(m.schedule.events, key=lambda e: type(e).__name__)
+    assert cut.from_step == 0 and kill.step == cut.to_step == 3 and m.steps == 4
