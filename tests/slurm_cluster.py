@@ -213,17 +213,21 @@ class SlurmCluster:
         cmd += (["--wait"] if wait else []) + [*options, str(script), *args]
         proc = subprocess.Popen(cmd, cwd=workdir, env=dict(self.env, **(env or {})), text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        timed_out = False
         try:
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
             self.run(["scancel", "--full", f"--user={_user_name()}"], check=False)
-            raise AssertionError(f"sbatch --wait timed out after {timeout_s} s\n{out}\n{self.logs()}")
+            timed_out = True
         match = re.search(r"^(\d+)", out, re.MULTILINE)
         job_id = int(match.group(1)) if match else None
         log = workdir / f"slurm-{job_id}.out"
-        text = log.read_text() if wait and log.exists() else ""
+        text = log.read_text(errors="replace") if wait and log.exists() else ""
+        if timed_out:
+            raise AssertionError(f"sbatch --wait timed out after {timeout_s} s; job log:\n"
+                                 f"{text[-4000:]}\n{self.logs(1500)}")
         return Submitted(job_id, proc.returncode, out, text)
 
     def logs(self, tail_chars: int = 3000) -> str:

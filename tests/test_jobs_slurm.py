@@ -105,10 +105,10 @@ def cluster(tmp_path_factory):
 def submit(cluster, tmp_path):
     """``submit(script, *args, tasks=N, env={...})``: sbatch --wait from a folder outside the checkout."""
     def run(script: str, *args: str, tasks: int = 4, env: dict | None = None,
-            options: tuple[str, ...] = ()) -> slurm_cluster.Submitted:
+            options: tuple[str, ...] = (), timeout_s: float = 120) -> slurm_cluster.Submitted:
         job_env = {"MPIBENCH_OUT": str(tmp_path / "results"), **(env or {})}
         return cluster.sbatch(JOBS / script, *args, workdir=tmp_path, env=job_env,
-                              options=[f"--ntasks={tasks}", *options])
+                              options=[f"--ntasks={tasks}", *options], timeout_s=timeout_s)
 
     run.results = tmp_path / "results"
     return run
@@ -147,7 +147,7 @@ def test_fault_run_with_embedded_mpirun(submit, tasks, args):
 @pytest.mark.skipif(os.environ.get("MPIBENCH_SLURM_FULL") != "1",
                     reason="the full main job takes minutes here; set MPIBENCH_SLURM_FULL=1")
 def test_full_main_job(submit):
-    job = submit("mpibench.sbatch", *SMALL, tasks=4)
+    job = submit("mpibench.sbatch", *SMALL, tasks=4, timeout_s=500)
     assert job.returncode == 0, job.text
     out = submit.results / f"mpibench-{job.job_id}"
     check_run_folder(out, 4, ulfm=True)
