@@ -19,7 +19,8 @@ DPI = 80
 FAULT_COLOURS = {"kill": "#c0392b", "partition": "#8e44ad", "delay": "#e67e22"}
 PALETTE = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 # Ring and PS usually give identical curves: the second is drawn dashed over the first.
-LINE_STYLES = [{"linewidth": 3, "alpha": 0.55}, {"linewidth": 1.4, "linestyle": "--"}, {"linewidth": 1, "linestyle": ":"}]
+LINE_STYLES = [{"linewidth": 3, "alpha": 0.55}, {"linewidth": 1.4, "linestyle": "--"},
+               {"linewidth": 1, "linestyle": ":"}]
 
 
 def colour_of(strategy: str) -> str:

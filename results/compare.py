@@ -20,7 +20,8 @@ LATENCY_BOUND_SHARE = 0.5  # alpha terms' share of the modelled sync
 MEMORY_BOUND_BYTES = 8 << 20  # bytes reduced at once over all ranks of the host
 HOST_BUSY_CORES = 0.5  # cores other processes kept busy during a measurement
 
-COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "other_load_cores", "measured_s",
+COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "other_load_cores",
+                      "measured_s",
                       "modelled_s", "ratio", "error", "tolerance", "within", "flag", "cause_codes",
                       "cause", "assumptions"]
 

@@ -57,7 +57,8 @@ def ps_s(cal: Calibration, p: int, nbytes: float, shards: int = 1) -> float:
     k = max(1, min(shards, p))
     piece = nbytes / k
     moved = max(p - 1, k - 1) * piece
-    return 2 * (p - 1) * cal.alpha_s + 2 * moved * cal.beta_s_per_byte + (p - 1) * piece * cal.gamma_s_per_byte(piece)
+    return (2 * (p - 1) * cal.alpha_s + 2 * moved * cal.beta_s_per_byte
+            + (p - 1) * piece * cal.gamma_s_per_byte(piece))
 
 
 def native_s(cal: Calibration, p: int, nbytes: float) -> float:

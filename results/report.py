@@ -244,7 +244,7 @@ def section_bench(info, cal, bench, scaling, comparison) -> str:
     parts = ["<h2>5. Benchmarks: measured and modelled</h2>",
              "<p>A <em>measured</em> figure was timed on real ranks; a <em>modelled</em> one comes from "
              "the alpha-beta-gamma model with the calibration below and the stated assumptions. Where "
-             f"they disagree by more than the tolerance the row is flagged with its likely cause.</p>",
+             "they disagree by more than the tolerance the row is flagged with its likely cause.</p>",
              section_calibration(info, cal)]
     parts.append("<h3>Training step: scaling</h3>")
     if scaling is None or scaling.empty:
