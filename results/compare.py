@@ -21,9 +21,8 @@ MEMORY_BOUND_BYTES = 8 << 20  # bytes reduced at once over all ranks of the host
 HOST_BUSY_CORES = 0.5  # cores other processes kept busy during a measurement
 
 COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "other_load_cores",
-                      "measured_s",
-                      "modelled_s", "ratio", "error", "tolerance", "within", "flag", "cause_codes",
-                      "cause", "assumptions"]
+                      "measured_s", "modelled_s", "ratio", "error", "tolerance", "within", "flag",
+                      "cause_codes", "cause", "assumptions"]
 
 
 def cores_for(cal: Calibration, ranks: int) -> tuple[int, int]:
