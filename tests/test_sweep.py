@@ -12,7 +12,7 @@ import pytest
 
 from mpirun import mpi_env, mpirun_command
 from mpibench.cases import CRASH, HANG, OK, VIOLATION, judge
-from mpibench.launch import JobResult
+from mpibench.launch import JobResult, run_job
 from mpibench.records import SWEEP_COLUMNS
 from mpibench.sweep import SweepPlan, SweepSettings, run_sweep, summary_text
 
@@ -81,21 +81,23 @@ def test_replay_command_reproduces_the_rows_exactly(tmp_path):
     assert {"kill", "partition", "delay"} <= kinds and {c.recovery for c in cases} == {"shrink", "respawn"}
     settings = SweepSettings(tmp_path, mpirun_command(), jobs=2, case_deadline_s=60)
     outcomes = run_sweep(cases, settings, stream=open(os.devnull, "w"))
-    assert [o.outcome for o in outcomes] == [OK] * len(cases), summary_text(outcomes, 1)
     injected = {k for o in outcomes for k in o.faults_injected}
-    assert {"kill", "respawn"} <= injected, injected
+    assert {"kill", "respawn", "partition"} <= injected, injected
+    # Rows first (they are written before the job ends), then how the jobs ended.
     for o in outcomes:
         folder = tmp_path / "cases" / o.case.case_id
-        replay = subprocess.run(shlex.split(o.replay), env=mpi_env(), capture_output=True, text=True,
-                                timeout=90, start_new_session=True)
-        assert replay.returncode == 0, replay.stderr[-2000:]
+        replay = run_job(shlex.split(o.replay), folder / "replay-log", 60)
         for name in ("steps.csv", "invariants.csv", "faults.csv"):
             first = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))
             again = deterministic(pd.read_csv(folder / "replay" / name, keep_default_na=False))
-            assert len(first) and first.equals(again), f"{o.case.case_id} {name} differs on replay"
+            assert len(first) and len(first) == len(again), f"{o.case.case_id} {name}: row count differs"
+            differ = first.compare(again)
+            assert differ.empty, f"{o.case.case_id} {name} differs on replay:\n{differ.to_string()[:1500]}"
+        assert replay.returncode == 0, replay.stderr_tail[-2000:]
         row = judge(o.case, folder / "replay", o.job, o.replay).row()
         assert {k: v for k, v in row.items() if not k.endswith("_s")} == \
                {k: v for k, v in o.row().items() if not k.endswith("_s")}
+    assert [o.outcome for o in outcomes] == [OK] * len(cases), summary_text(outcomes, 1)
 
 
 @pytest.mark.mpi
