@@ -40,9 +40,10 @@ def test_training_run_holds_every_invariant(tmp_path, strategy):
     assert "Traceback" not in job.text
 
 
-def test_a_misplaced_ring_piece_is_caught_by_coverage(tmp_path):
+@pytest.mark.parametrize("strategy", ["ring", "ps"])
+def test_a_misplaced_piece_is_caught_by_coverage(tmp_path, strategy):
     cmd = mpirun_command() + ["-n", "3", sys.executable, str(HERE / "misoffset_driver.py"),
-                              "run", "--strategy", "ring", "--steps", "2", "--out", str(tmp_path)]
+                              "run", "--strategy", strategy, "--steps", "2", "--out", str(tmp_path)]
     job = run_command(cmd, timeout=120, out=tmp_path)
     assert job.returncode == 1, job.text[-3000:]
     invariants = job.csv("invariants.csv")

@@ -1,7 +1,8 @@
 """Ring all-reduce: reduce-scatter then all-gather around the ranks, bucket by bucket.
 
 The step buffer ``[grad_sum..., count]`` is cut into buckets of at most
-``options["bucket_bytes"]`` (DDP-like, 25 MiB by default) and each bucket into
+``options["bucket_bytes"]`` (``--bucket-bytes``; DDP's 25 MiB when the option
+is absent) and each bucket into
 one segment per rank (see :mod:`.segments`; widths may differ and may be
 zero). In ``p - 1`` reduce-scatter rounds each rank passes one segment of every
 bucket to its right neighbour and adds the one arriving from its left; after
