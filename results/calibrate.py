@@ -198,13 +198,8 @@ def compute_fit(config, batches=(8, 256)) -> tuple[float, float]:
 LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 14, 4
 
 
-def loop_overhead_s(config, call_s: float) -> float:
-    """The worker loop's own per-step cost (bookkeeping, marks, records) on one rank.
-
-    The real trainer runs ``LOOP_STEPS`` steps of a tiny batch on MPI.COMM_SELF;
-    its median step time less the local work of that batch and the two
-    collective calls (gradient, loss statistics) is what every step pays besides.
-    """
+def one_rank_step_s(config, batch: int) -> float:
+    """Median step time of the real worker loop on MPI.COMM_SELF at local batch ``batch``."""
     from dataclasses import replace
 
     from mpibench.kernels import NumpyBackend
@@ -213,33 +208,45 @@ def loop_overhead_s(config, call_s: float) -> float:
     from .memrecords import MemoryRecords
 
     records = MemoryRecords()
-    loop = replace(config, batch_size=LOOP_BATCH, steps=LOOP_STEPS, check_every=10 ** 6, scenario="none")
+    loop = replace(config, batch_size=batch, steps=LOOP_STEPS, check_every=10 ** 6, scenario="none")
     run_scenario(loop, MPI.COMM_SELF, records, NumpyBackend())
-    step_s = float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]]))
-    return max(step_s - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
+    return float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]]))
 
 
-def local_figures(config) -> tuple[float, ...]:
-    """gamma (cache, memory), compute (fixed, per sample), call and loop overheads, on this rank."""
+def loop_overhead_s(config, call_s: float) -> float:
+    """The worker loop's own per-step cost (bookkeeping, marks, records) on one rank:
+    the loop's step time at a tiny batch less the local work of that batch and the
+    two collective calls (gradient, loss statistics)."""
+    return max(one_rank_step_s(config, LOOP_BATCH) - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
+
+
+def local_figures(config, batches=()) -> tuple:
+    """gamma (cache, memory), compute (fixed, per sample), call and loop overheads, and
+    the one-rank step time at each of ``batches``, on this rank."""
     overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
     with blas_one_thread():
         fixed, per_sample = compute_fit(config)
         loop = loop_overhead_s(config, overhead)
+        one_rank = {str(b): one_rank_step_s(config, b) for b in sorted(set(batches))}
     return (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
-            fixed, per_sample, overhead, loop)
+            fixed, per_sample, overhead, loop, one_rank)
 
 
-def calibrate(world: MPI.Comm, config) -> Calibration:
-    """Measure every figure (collective: every rank of ``world`` calls it)."""
+def calibrate(world: MPI.Comm, config, batches=()) -> Calibration:
+    """Measure every figure (collective: every rank of ``world`` calls it).
+
+    ``batches``: the local batch sizes the model will be asked about; the worker
+    loop's step time on one rank is measured at each (compute does not scale
+    linearly with the batch once activations leave the caches)."""
     from mpibench.runinfo import this_host
 
     load = HostLoad(world)
     pings = ping_pong(world)
     with blas_one_thread():
         step_pings = ping_pong(world, local_step(config, config.batch_size))
-    local = local_figures(config) if world.Get_rank() == 0 else None
+    local = local_figures(config, batches) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
-    gamma_cache, gamma_memory, fixed, per_sample, overhead, loop = world.bcast(local, root=0)
+    gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, one_rank = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
     other_cores = load.other_cores()
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
@@ -248,7 +255,7 @@ def calibrate(world: MPI.Comm, config) -> Calibration:
         alpha_s=alpha, beta_s_per_byte=beta,
         gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
         compute_fixed_s=fixed, compute_per_sample_s=per_sample, call_overhead_s=overhead,
-        loop_overhead_s=loop,
+        loop_overhead_s=loop, one_rank_step_s=one_rank,
         cores=cores_available(), ranks_on_host=hosts.count(hosts[0]), ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
         alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step, other_load_cores=other_cores,
@@ -275,6 +282,8 @@ HOW = {
     "loop_overhead_s": f"the worker loop (mpibench.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
                        f"{LOOP_STEPS} steps: median step time after {LOOP_WARMUP} less the local step of that "
                        "batch and two collective call overheads",
+    "one_rank_step_s": f"per local batch: the worker loop on MPI.COMM_SELF (rank 0 alone, BLAS on one "
+                       f"thread), median step time of {LOOP_STEPS} steps after {LOOP_WARMUP}",
     "cores": "CPUs in this process's affinity mask (os.sched_getaffinity)",
     "ranks_on_host": "ranks of the job whose host name equals rank 0's",
     "other_load_cores": "cores kept busy by other processes while calibrating: the host's busy CPU "

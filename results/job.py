@@ -29,7 +29,10 @@ def model_options(config) -> dict:
 
 def start(world: MPI.Comm, base, plan: ScalingPlan = ScalingPlan()) -> Calibration:
     """Calibrate (every rank calls; every rank gets the same figures)."""
-    return calibrate(world, plan.config(base, base.strategy, plan.weak_batch))
+    from .scaling import rank_counts
+
+    batches = [plan.local_batch(mode, p) for mode in ("strong", "weak") for p in rank_counts(world.Get_size())]
+    return calibrate(world, plan.config(base, base.strategy, plan.weak_batch), batches)
 
 
 def append_rows(path: str, rows: list[dict]) -> None:

@@ -231,13 +231,21 @@ def section_sweep(sweep: pd.DataFrame | None, sweep_findings: pd.DataFrame | Non
 def section_calibration(info: dict, cal: Calibration | None) -> str:
     if cal is None:
         return missing("calibration in run.json")
-    units = {"alpha_s": "s", "beta_s_per_byte": "s/byte", "alpha_step_s": "s", "beta_step_s_per_byte": "s/byte", "gamma_cache_s_per_byte": "s/byte",
-             "gamma_memory_s_per_byte": "s/byte", "compute_fixed_s": "s", "compute_per_sample_s": "s/sample",
-             "call_overhead_s": "s", "loop_overhead_s": "s", "cores": "", "ranks_on_host": "", "other_load_cores": "cores"}
-    rows = [[name, getattr(cal, name), unit, cal.how.get(name, "")] for name, unit in units.items()]
+    units = {"alpha_s": "s", "beta_s_per_byte": "s/byte", "alpha_step_s": "s", "beta_step_s_per_byte": "s/byte",
+             "gamma_cache_s_per_byte": "s/byte", "gamma_memory_s_per_byte": "s/byte", "compute_fixed_s": "s",
+             "compute_per_sample_s": "s/sample", "call_overhead_s": "s", "loop_overhead_s": "s",
+             "one_rank_step_s": "ms by batch", "cores": "", "ranks_on_host": "", "other_load_cores": "cores"}
+    rows = [[name, calibration_value(cal, name), unit, cal.how.get(name, "")] for name, unit in units.items()]
     text = "<h3>Calibration (measured in this run)</h3>" + table(["figure", "value", "unit", "how"], rows)
     return text + "<h3>Model assumptions</h3><ul>" + "".join(
         f"<li>{esc(a)}</li>" for a in costmodel.ASSUMPTIONS) + "</ul>"
+
+
+def calibration_value(cal: Calibration, name: str):
+    value = getattr(cal, name)
+    if isinstance(value, dict):  # per batch size
+        return ", ".join(f"{b}: {t * 1e3:.3g}" for b, t in sorted(value.items(), key=lambda kv: int(kv[0])))
+    return value
 
 
 def section_bench(info, cal, bench, scaling, comparison) -> str:

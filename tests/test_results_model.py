@@ -190,3 +190,15 @@ def test_host_load_is_measured_not_guessed():
         pass
     other = load.other_cores()
     assert other is not None and 0.0 <= other <= 64
+
+
+@pytest.mark.parametrize("strategy", ["ring", "ps", "native"])
+def test_one_rank_step_is_reproduced_at_p1_and_used_at_every_p(strategy):
+    cal = calibration(one_rank_step_s={"128": 5e-4})
+    assert costmodel.step_s(cal, strategy, 1, 128, 76844) == pytest.approx(5e-4)
+    local = 5e-4 - 2 * cal.call_overhead_s
+    sync = costmodel.sync_s(cal.in_step(), strategy, 4, 76844)
+    assert costmodel.step_s(cal, strategy, 4, 128, 76844) == pytest.approx(local + sync + 2 * cal.alpha_step_s)
+    # a batch it was not measured at falls back to the compute line plus the loop overhead
+    assert costmodel.step_s(cal, strategy, 1, 64, 76844) == pytest.approx(
+        cal.compute_s(64) + cal.loop_overhead_s + 2 * cal.call_overhead_s)
