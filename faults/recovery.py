@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
+from mpibench.comm import translate
 from mpibench.records import ranks_text
 from mpibench.worker import Recovery, digest
 
@@ -60,7 +61,8 @@ class FaultRecovery(Recovery):
         self.stall_reference: str | None = None
         self._late_self = False
         self._last_error = None
-        self._shrunk = False
+        self._lost = False  # this recovery removed a dead worker
+        self._revoked = False
 
     STATE = ("stalled", "late", "no_majority", "patient", "current_step", "attempts", "respawned",
              "stall_reference")
@@ -108,11 +110,14 @@ class FaultRecovery(Recovery):
         self.current_step, self.attempts = step, 0
         changed = bool(self.late) or self.patient
         self.late, self.patient = set(), False
-        if (self.stalled or self.no_majority) and self._healed(trainer):
-            self._resync(trainer, step)
-            changed = True
-        if changed:
-            self.rebuild(trainer)
+        try:
+            if (self.stalled or self.no_majority) and self._healed(trainer):
+                self._resync(trainer, step)
+                changed = True
+            if changed:
+                self.rebuild(trainer)
+        except MPI.Exception as exc:  # a failure now is handled like one in the step itself
+            raise translate(exc, trainer.comm.worker_ids) from None
 
     def role(self, trainer) -> str:
         me = trainer.comm.worker_id
@@ -135,6 +140,11 @@ class FaultRecovery(Recovery):
         ok = error is None and not self._late_self
         if not ok and trainer.data_comm is not None:
             ulfm.revoke(trainer.data_comm.mpi)  # release peers still blocked in this attempt
+        if error is not None:
+            # Peers whose data plane succeeded may wait in the evidence gather for this
+            # rank: revoking the control communicator releases them (it is shrunk anew).
+            ulfm.revoke(trainer.comm.mpi)
+            self._revoked = True
         if ulfm.agree(trainer.comm.mpi, ok):
             self._log_delays(trainer, step)
             return "commit"
@@ -150,16 +160,17 @@ class FaultRecovery(Recovery):
     def recover(self, trainer, step: int, error, joined: bool = False) -> None:
         """Recovery rounds until one completes on every member (``joined``: a replacement
         entering right after the respawn stage of the first round)."""
-        self._shrunk = joined  # a replacement joins right after the survivors shrank
+        self._lost = joined  # a replacement joins right after the survivors lost a worker
         for round_no in range(MAX_ROUNDS):
             if not (joined and round_no == 0):
                 try:
-                    dead = not ulfm.agree(trainer.comm.mpi, not ulfm.failed_locally(trainer.comm.mpi))
+                    clean = not (ulfm.failed_locally(trainer.comm.mpi) or self._revoked)
+                    dead = not ulfm.agree(trainer.comm.mpi, clean)
                 except MPI.Exception:
                     dead = True
                 if dead or round_no > 0:
                     self._shrink(trainer, step, error)
-                    self._shrunk = True
+                    self._revoked = False
             reports, ok = None, True
             try:
                 reports = trainer.comm.mpi.allgather(
@@ -186,6 +197,7 @@ class FaultRecovery(Recovery):
         new = ulfm.shrink(old.mpi)
         ids = tuple(new.allgather(old.worker_id))
         gone = [w for w in old.worker_ids if w not in ids]
+        self._lost = self._lost or bool(gone)
         if trainer.data_comm is not None and trainer.data_comm.mpi != old.mpi:
             ulfm.revoke(trainer.data_comm.mpi)
             ulfm.free(trainer.data_comm.mpi)
@@ -214,7 +226,7 @@ class FaultRecovery(Recovery):
         else:
             self.stalled, self.no_majority = set(members), True
         self.late = late - self.stalled
-        if not (self.late or self.stalled or self.no_majority or self._shrunk):
+        if not (self.late or self.stalled or self.no_majority or self._lost):
             self.patient = True  # nobody late, cut off or dead: the machine is just slow
         if (self.stalled or self.no_majority) and not was_cut:
             self.stall_reference = digest(trainer.params)

@@ -9,17 +9,20 @@ makes every pending and later operation on the communicator fail with
 """
 from __future__ import annotations
 
+import os
+
 from mpi4py import MPI
 
 from mpibench.comm import FAILURE_CLASSES
 
 MAX_AGREE_TRIES = 64
 
-# Set once this process has revoked a communicator or lived through a failure. On this
-# machine MPI_Finalize then hung now and then (all survivors spinning in
-# ompi_mpi_finalize, about 1 run in 15), so such a process leaves without it: see
-# :func:`exit_process`.
+# Set once this process has revoked a communicator or lived through a failure.
+# On this machine MPI_Finalize then hung now and then (every survivor spinning
+# in ompi_mpi_finalize, about 1 run in 15); see :func:`exit_process`.
 disturbed = False
+_exit_comm = None  # the membership that leaves together
+FINALIZE_GRACE_S = 8.0
 
 
 def note_disturbance() -> None:
@@ -27,17 +30,37 @@ def note_disturbance() -> None:
     disturbed = True
 
 
+def leave_with(comm: MPI.Comm) -> None:
+    """Name the communicator whose members end the job together (see exit_process)."""
+    global _exit_comm
+    _exit_comm = comm
+
+
 def exit_process(code: int) -> None:
-    """End a disturbed process with ``code`` without MPI_Finalize (mpirun still reports
-    the code); an undisturbed one returns and finalises normally."""
+    """Prepare a disturbed process to leave with ``code``; an undisturbed one needs nothing.
+
+    The members first meet in one last agreement (tolerant of anyone already
+    gone), so nobody finalises while a peer still waits for a message from it.
+    MPI_Finalize then runs as usual (a spawned replacement that skips it makes
+    mpirun report an improper exit), under an alarm: if it hangs, SIGALRM ends
+    the process after ``FINALIZE_GRACE_S`` (a non-zero exit instead of a hang;
+    Python threads cannot help there, finalisation runs after the interpreter
+    has shut down).
+    """
     if not disturbed:
         return
-    import os
+    import signal
     import sys
 
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
+    if _exit_comm is not None:
+        try:
+            agree(_exit_comm, True)
+        except Exception:  # noqa: BLE001 - leaving anyway
+            pass
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(int(FINALIZE_GRACE_S))
 
 
 def agree(comm: MPI.Comm, flag: bool) -> bool:
@@ -85,13 +108,23 @@ def shrink(comm: MPI.Comm) -> MPI.Comm:
     return new
 
 
-def free(comm: MPI.Comm | None) -> None:
-    """Free a recovered or revoked communicator; freeing never fails the run.
+_retired: list = []
 
-    Communicators left allocated after a revoke once made a process crash at
-    exit, so every replaced communicator goes through here.
+
+def free(comm: MPI.Comm | None) -> None:
+    """Release a communicator we are done with.
+
+    In a process that has revoked a communicator or lived through a failure the
+    communicator is *retired* (kept, never freed): freeing one with requests
+    still pending on a dead peer made Open MPI crash (a segfault in
+    ``ompi_comm_revoke_local`` when the failure notice arrived later). Such a
+    process leaves without MPI_Finalize (:func:`exit_process`), so nothing is
+    left to clean up at exit either.
     """
     if comm is None or comm == MPI.COMM_NULL or comm == MPI.COMM_WORLD:
+        return
+    if disturbed:
+        _retired.append(comm)
         return
     try:
         comm.Free()

@@ -103,7 +103,7 @@ def run_scenario_on(config: RunConfig, mpi_comm: MPI.Comm, records: RunRecords, 
 
 
 def train_and_finish(trainer: Trainer, first_step: int = 0) -> tuple[Summary, MPI.Comm]:
-    """Run the loop, then agree on the summary; the returned communicator is a fresh copy."""
+    """Run the loop, then agree on the summary; returns it and the membership's communicator."""
     from mpibench.faults import ulfm
     from mpibench.faults.recovery import RunStuck
 
@@ -117,12 +117,11 @@ def train_and_finish(trainer: Trainer, first_step: int = 0) -> tuple[Summary, MP
         summary.error = error
     if trainer.strategy is not None:
         trainer.strategy.close()
-    survivors = trainer.comm.mpi.Dup()
-    survivors.Set_errhandler(MPI.ERRORS_RETURN)
     if trainer.data_comm is not None and trainer.data_comm.mpi != trainer.comm.mpi:
         ulfm.free(trainer.data_comm.mpi)
-    ulfm.free(trainer.comm.mpi)
-    return summary, survivors
+    # The membership's own communicator goes on: creating a new one here (Dup) is where
+    # Open MPI crashed when a late failure notice arrived during its activation.
+    return summary, trainer.comm.mpi
 
 
 def resume_scenario(merged: MPI.Comm, payload: dict) -> int:
@@ -146,6 +145,9 @@ def resume_scenario(merged: MPI.Comm, payload: dict) -> int:
 
 
 def free_comm(comm: MPI.Comm) -> None:
+    """Done with the job's last membership: freed, or (after a failure) kept for the
+    last agreement before leaving (``faults.ulfm.exit_process``)."""
     from mpibench.faults import ulfm
 
+    ulfm.leave_with(comm)
     ulfm.free(comm)

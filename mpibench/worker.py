@@ -58,6 +58,7 @@ class StepOutcome:
     excluded: dict[int, str] = field(default_factory=dict)  # worker id -> reason
     consumed: bool = True  # this worker's batch was used up (its cursor moved on)
     effective_batch: int = 0
+    parts: list | None = None  # every member's evidence, on the checking rank
 
 
 def digest(params: np.ndarray) -> str:
@@ -197,9 +198,9 @@ class Trainer:
         while True:
             cursor = self.cursor
             np.copyto(self.params_before, self.params)
-            self.recovery.begin(self, step)
             result, error = None, None
             try:
+                self.recovery.begin(self, step)
                 result = self._step(step, cursor)
             except CommError as exc:
                 error = exc
@@ -241,7 +242,20 @@ class Trainer:
         self.cursor = after
         outcome = StepOutcome(step, reduction, indices, cursor, loss_rows, excluded, consumed,
                               effective_batch)
+        # Gathered before the commit decision: a fast rank that dies early in the next step
+        # cannot break it (nobody leaves the commit agreement before everyone has gathered).
+        outcome.parts = self._collect(outcome)
         return outcome, (time.perf_counter() - start, sync_s)
+
+    def _collect(self, outcome: StepOutcome):
+        """Every member's part of the step, on rank 0 (control plane)."""
+        checked = outcome.step % self.config.check_every == 0
+        mine = (self.comm.worker_id, self.shard_id, outcome.batch, outcome.cursor_before, outcome.consumed,
+                digest(self.params) if checked or not outcome.consumed else None, self.cursor)
+        try:
+            return self.comm.mpi.gather(mine, root=0)
+        except MPI.Exception as exc:
+            raise translate(exc, self.comm.worker_ids) from None
 
     def _share(self, root: int, role: str, reduction, loss_rows, effective_batch):
         """The step group's result, handed over the control plane to members outside it.
@@ -305,15 +319,9 @@ class Trainer:
                 self.summary.first_violation = (step, verdict.invariant, verdict.detail)
 
     def _gather_evidence(self, outcome: StepOutcome, effective_batch, loss_mean, loss_var):
-        """Collect every member's part of the step on rank 0 (control plane)."""
+        """Turn the collected parts into the checker's evidence (rank 0)."""
         checked = outcome.step % self.config.check_every == 0
-        stalled = not outcome.consumed
-        mine = (self.comm.worker_id, self.shard_id, outcome.batch, outcome.cursor_before,
-                outcome.consumed, digest(self.params) if checked or stalled else None, self.cursor)
-        try:
-            parts = self.comm.mpi.gather(mine, root=0)
-        except MPI.Exception as exc:  # after the commit: nothing to roll back, the run cannot go on
-            raise RuntimeError(f"evidence of step {outcome.step} lost: {exc}") from None
+        parts = outcome.parts
         if self.comm.rank != 0:
             return None, None
         batches = {w: Batch(w, shard, idx, cur.epoch, cur.position)
