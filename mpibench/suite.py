@@ -15,10 +15,25 @@ MAIN_STRATEGIES = ("ring", "ps")
 
 
 def main_scenarios(world_size: int) -> list[str]:
-    """Every named scenario that makes sense at this world size."""
+    """Every named scenario that makes sense at this world size.
+
+    ``MPIBENCH_SCENARIOS`` (comma-separated names) narrows the list: tests run
+    many scenarios in one launch this way.
+    """
+    import os
+
     from mpibench.faults.scenarios import SCENARIOS
 
-    return [name for name, (_, smallest) in SCENARIOS.items() if world_size >= smallest]
+    wanted = [n for n in os.environ.get("MPIBENCH_SCENARIOS", "").split(",") if n]
+    return [name for name, (_, smallest) in SCENARIOS.items()
+            if world_size >= smallest and (not wanted or name in wanted)]
+
+
+def _benchmarks_wanted() -> bool:
+    """``MPIBENCH_NO_BENCH=1`` leaves out calibration and benchmarks (tests of the scenarios)."""
+    import os
+
+    return os.environ.get("MPIBENCH_NO_BENCH") != "1"
 
 
 def _backend(config: RunConfig):
@@ -69,11 +84,13 @@ def main_job(base: RunConfig, out: str) -> int:
     backend = _backend(base)
     from mpibench.results import job as results_job
 
-    _progress(world, "calibrating (ping-pong, reduction, compute) ...")
-    calibration = results_job.start(world, base)  # while the job is still quiet
+    calibration = None
+    if _benchmarks_wanted():
+        _progress(world, "calibrating (ping-pong, reduction, compute) ...")
+        calibration = results_job.start(world, base)  # while the job is still quiet
     records = RunRecords(out if world.Get_rank() == 0 else None)
     _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
-                                                "calibration": calibration.as_dict()})
+                                                "calibration": calibration.as_dict() if calibration else None})
     job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
            "calibration": calibration, "start": time.time()}
     return _main_loop(job, recoverable_dup(world), 0, records, backend)
@@ -96,11 +113,12 @@ def _main_loop(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=
     from mpibench.sync import STRATEGIES
 
     comm = restore_world(comm, n, {**job, "index": len(plan)})
-    from .bench import main_job_bench
+    if job["calibration"] is not None:
+        from .bench import main_job_bench
 
-    main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
-    results_job.finish(comm, job["out"], job["base"], job["calibration"], backend, sorted(STRATEGIES),
-                       lambda text: _progress(comm, text))
+        main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
+        results_job.finish(comm, job["out"], job["base"], job["calibration"], backend, sorted(STRATEGIES),
+                           lambda text: _progress(comm, text))
     code = _finish(results, n, time.time() - job["start"], backend, comm)
     code = comm.bcast(code, root=0)  # replacements saw only part of the job
     free_comm(comm)
