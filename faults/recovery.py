@@ -100,6 +100,7 @@ class FaultRecovery(Recovery):
             ulfm.free(old.mpi)
         if new != MPI.COMM_NULL:
             new.Set_errhandler(MPI.ERRORS_RETURN)
+            ulfm.settle(new)
             trainer.set_data_comm(self.make_comm(new, group, data=True))
 
     # ------------------------------------------------------------------ the loop's hooks
@@ -213,6 +214,12 @@ class FaultRecovery(Recovery):
             from .respawn import spawn_replacements
 
             spawn_replacements(self, trainer, step, gone)
+
+    def fresh_control(self, trainer) -> None:
+        """A usable control communicator for the members still alive (after a stuck run)."""
+        new = ulfm.shrink(trainer.comm.mpi)
+        ids = tuple(new.allgather(trainer.comm.worker_id))
+        trainer.comm = self.make_comm(new, ids)
 
     def _plan(self, trainer, step: int, reports) -> None:
         members = trainer.comm.worker_ids

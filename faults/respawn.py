@@ -20,6 +20,8 @@ from mpi4py import MPI
 from mpibench.data import Cursor
 from mpibench.worker import digest
 
+from .ulfm import settle
+
 ENTRY = ["-m", "mpibench", "_replacement"]
 
 
@@ -28,6 +30,7 @@ def spawn(comm: MPI.Comm, count: int, payload: dict | None) -> tuple[MPI.Comm, d
     inter = comm.Spawn(sys.executable, args=ENTRY, maxprocs=count, root=0)
     merged = inter.Merge(high=False)
     merged.Set_errhandler(MPI.ERRORS_RETURN)
+    settle(merged)
     inter.Free()
     payload = merged.bcast(payload if merged.Get_rank() == 0 else None, root=0)
     return merged, payload
@@ -40,6 +43,7 @@ def join() -> tuple[MPI.Comm, dict]:
         raise RuntimeError("the replacement entry is started by survivors (MPI Spawn), not by hand")
     merged = parent.Merge(high=True)
     merged.Set_errhandler(MPI.ERRORS_RETURN)
+    settle(merged)
     parent.Free()
     payload = merged.bcast(None, root=0)
     return merged, payload

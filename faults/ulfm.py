@@ -105,7 +105,19 @@ def shrink(comm: MPI.Comm) -> MPI.Comm:
     note_disturbance()
     new = comm.Shrink()
     new.Set_errhandler(MPI.ERRORS_RETURN)
+    settle(new)
     return new
+
+
+def settle(comm: MPI.Comm) -> None:
+    """Make sure every member has finished creating ``comm`` before anyone may revoke it.
+
+    Open MPI crashed (segfault in ``ompi_comm_revoke_local``) when a revoke
+    for a new communicator reached a process still activating it: a fast rank
+    had already used the communicator, failed and revoked it. Nobody leaves
+    this barrier before everyone has entered it, i.e. has the communicator.
+    """
+    comm.Barrier()
 
 
 _retired: list = []

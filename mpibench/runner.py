@@ -112,6 +112,7 @@ def train_and_finish(trainer: Trainer, first_step: int = 0) -> tuple[Summary, MP
         trainer.run(first_step)
     except RunStuck as exc:  # uniform: every member reached the same verdict
         error = str(exc)
+        trainer.recovery.fresh_control(trainer)  # the last attempt revoked the old one
     summary = trainer.comm.mpi.bcast(trainer.summary if trainer.comm.rank == 0 else None, root=0)
     if error:
         summary.error = error
