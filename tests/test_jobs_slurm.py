@@ -7,7 +7,8 @@ submitted by absolute path from a folder outside the checkout, so they must
 find the project by themselves.
 
 Without Slurm these tests skip with the reason; under ``CI=true`` a missing
-Slurm fails them instead, so CI can never pass by skipping.
+Slurm fails them instead, so CI can never pass by skipping. The full main job
+(minutes here) runs only with MPIBENCH_SLURM_FULL=1.
 """
 from __future__ import annotations
 
@@ -124,7 +125,6 @@ def check_run_folder(out: Path, ranks: int, ulfm: bool) -> None:
     assert info["ulfm"]["active"] is ulfm
 
 
-
 # Kill scenarios need ULFM, which Open MPI has only under mpirun --with-ft ulfm:
 # these runs prove it works inside a Slurm allocation, respawn included.
 FAULT_RUNS = [(4, ["--strategy", "ring", "--scenario", "kill-mid-reduction"]),
@@ -164,12 +164,22 @@ def test_main_job_with_srun_pmix(submit):
     assert "launcher: srun" in job.log
 
 
+# A violated invariant (exit 1, through a known-bad reduction) and bad usage (exit 2)
+# must each fail the job, under either launcher.
+FAILING = {"violation-mpirun": ("mpirun", ["--mutant", "unweighted", "--scenario", "short-epochs"],
+                                "violation: invariant"),
+           "usage-mpirun": ("mpirun", ["--steps", "-3"], "mpibench: error:"),
+           "usage-srun": ("srun", ["--steps", "-3"], "mpibench: error:")}
+
+
 @pytest.mark.slurm
-@pytest.mark.parametrize("launch", ["mpirun", "srun"])
-def test_failing_suite_fails_the_job(submit, launch):
-    job = submit("mpibench.sbatch", "run", "--steps", "-3", tasks=4, env={"MPIBENCH_LAUNCH": launch})
+@pytest.mark.parametrize("case", FAILING)
+def test_failing_suite_fails_the_job(submit, case):
+    launch, args, message = FAILING[case]
+    job = submit("mpibench.sbatch", "run", "--strategy", "ring", *SMALL, *args, tasks=4,
+                 env={"MPIBENCH_LAUNCH": launch})
     assert job.returncode != 0, job.text
-    assert "mpibench: error:" in job.log
+    assert message in job.log
 
 
 @pytest.mark.slurm
