@@ -83,8 +83,10 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
 
 def run_scenario(config: RunConfig, world: MPI.Comm, records: RunRecords, backend) -> Summary:
     """Train ``config.steps`` steps with checks; every rank returns the same summary."""
+    from mpibench.faults import ulfm
+
     summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend)
-    free_comm(comm)
+    ulfm.free(comm)
     return summary
 
 
