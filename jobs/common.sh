@@ -14,7 +14,8 @@
 #                    when it does not exist, python3 from PATH, e.g. a site module)
 #   MPIBENCH_LAUNCH  mpirun (default: the embedded Open MPI from the venv, or the one on PATH)
 #                    or srun (srun --mpi=pmix: a site MPI built with PMIx support)
-#   MPIBENCH_MPIRUN_FLAGS  mpirun flags (default: --with-ft ulfm --oversubscribe; the
+#   MPIBENCH_MPIRUN_FLAGS  mpirun flags (default: --with-ft ulfm --prtemca state_base_recoverable 1
+#                          --oversubscribe; the
 #                    oversubscription leaves room for the replacements that respawn starts)
 #
 # Fault scenarios need ULFM, which Open MPI offers only under `mpirun --with-ft ulfm`
@@ -44,7 +45,7 @@ fi
 
 : "${MPIBENCH_OUT:=${SLURM_SUBMIT_DIR:-$PWD}/mpibench-results}"
 : "${MPIBENCH_LAUNCH:=mpirun}"
-: "${MPIBENCH_MPIRUN_FLAGS:=--with-ft ulfm --oversubscribe}"
+: "${MPIBENCH_MPIRUN_FLAGS:=--with-ft ulfm --prtemca state_base_recoverable 1 --oversubscribe}"
 
 if [[ "$(id -u)" == 0 ]]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

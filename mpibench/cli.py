@@ -139,7 +139,8 @@ def main(ctx, **kw):
     names step, invariant and the replay command), 2 bad usage or input.
 
     \b
-    Example:  mpirun -n 8 --oversubscribe --with-ft ulfm python -m mpibench --out results
+    Example:  mpirun -n 8 --oversubscribe --with-ft ulfm --prtemca state_base_recoverable 1 \
+              python -m mpibench --out results
     """
     if ctx.invoked_subcommand is not None:
         return

@@ -25,7 +25,7 @@ def mpirun_command() -> list[str]:
         return env.split()
     mpirun = VENV_BIN / "mpirun"
     exe = str(mpirun) if mpirun.exists() else shutil.which("mpirun")
-    return [exe, "--oversubscribe", "--with-ft", "ulfm"]
+    return [exe, "--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1"]
 
 
 def mpi_env() -> dict:
