@@ -6,7 +6,9 @@ tests read the records, not only the exit status.
 
 Exit status of jobs that respawn: once a *spawned* replacement is SIGKILLed by a
 later kill scenario, mpirun (PRRTE 5.0.11) reports 137 for the whole job although
-every rank finished cleanly; the verdict is then read from the printed summary.
+every rank finished cleanly; and a process whose MPI_Finalize hangs after a
+failure is ended by SIGALRM (142, see faults.ulfm.exit_process) after the
+summary was printed. The verdict is then read from the printed summary.
 """
 import json
 import os
@@ -23,7 +25,7 @@ ALL = ["none", "short-epochs", "kill-before-compute", "kill-mid-reduction", "kil
 KILLS = {"kill-before-compute": "before_compute", "kill-mid-reduction": "mid_reduction",
          "kill-after-reduce": "after_reduce", "kill-after-apply": "after_apply",
          "kill-ps-server": "mid_reduction"}
-SPAWNED_KILLED = 137  # see the module docstring
+AFTER_THE_VERDICT = (137, 142)  # see the module docstring
 
 
 def main_job(tmp_path, n, scenarios, *args, timeout=240):
@@ -54,7 +56,7 @@ def rows_of(frame, scenario, strategy):
 
 
 def assert_clean(job, expected):
-    assert job.returncode in (0, SPAWNED_KILLED), job.text[-4000:]
+    assert job.returncode in (0, *AFTER_THE_VERDICT), job.text[-4000:]
     assert "Traceback" not in job.text and "stuck:" not in job.text, job.text[-4000:]
     rows = summary_rows(job)
     assert set(rows) == expected, rows
