@@ -26,6 +26,7 @@ from .invariants import Batch, Checker, StepEvidence, Verdict
 from .model import MLP, Shapes, init_params
 from .records import RunRecords, ranks_text
 from .sync import SyncStrategy, make_strategy
+from .watchdog import StepWatchdog, budget_for
 
 
 @dataclass
@@ -186,10 +187,15 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def run(self, first_step: int = 0) -> Summary:
-        for step in range(first_step, self.config.steps):
-            committed = self._attempt(step)
-            if committed is not None:
-                self._record(*committed)
+        watchdog = StepWatchdog(budget_for(self.config.deadline_s))
+        try:
+            for step in range(first_step, self.config.steps):
+                watchdog.arm(step, self.comm.worker_ids)
+                committed = self._attempt(step)
+                if committed is not None:
+                    self._record(*committed)
+        finally:
+            watchdog.disarm()
         return self.summary
 
     def _attempt(self, step: int):

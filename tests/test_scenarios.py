@@ -192,10 +192,17 @@ def test_kill_scenarios_refuse_without_ulfm(tmp_path):
 
 
 def test_a_run_that_cannot_progress_ends_with_a_diagnostic(tmp_path):
-    job = run_mpi(3, ["run", "--scenario", "straggler", "--steps", "3", "--deadline-s", "1e-7"], tmp_path,
-                  timeout=120)
+    # Worker 2 sleeps far longer than the step budget (10 x --deadline-s, at least 5 s):
+    # the others block in the commit agreement, which has no deadline of its own, so
+    # the step watchdog must end the job, naming the step and the members.
+    schedule = tmp_path / "asleep.toml"
+    schedule.write_text('name = "asleep"\nworld_size = 3\n\n[[delay]]\nrank = 2\nsteps = [1]\n'
+                        'seconds = 30.0\nwhere = "compute"\n')
+    job = run_mpi(3, ["run", "--scenario", str(schedule), "--steps", "3", "--deadline-s", "0.1"],
+                  tmp_path / "out", timeout=60)
     assert job.returncode == 1, job.text
-    assert "could not commit" in job.stdout and "on members 0 1 2" in job.stdout
+    assert "stuck: step 1 made no progress for 5 s on members 0 1 2" in job.stderr, job.text
+    assert list(job.csv("steps.csv").step) == [0]  # what was committed before is kept
 
 
 def test_main_job_on_eight_ranks(tmp_path):
