@@ -303,14 +303,19 @@ class FaultRecovery(Recovery):
                                       "detail": detail})
 
     def _log_kills(self, trainer, step: int, gone, error) -> None:
+        # The record holds only what the seed decides; the process id and the error
+        # class the survivors happened to see first differ between runs, so they go
+        # to the job's log instead.
         scheduled = {k.rank: k for k in self.schedule.kills}
-        seen = f"; survivors saw: {error}" if error is not None else ""
         for w in gone:
             k = scheduled.get(w)
             phase = k.phase if k else "unscheduled"
             extra = f" after {k.messages} message(s)" if k and k.phase == "mid_reduction" else ""
             self._fault(trainer, k.step if k else step, phase, w, "kill",
-                        f"SIGKILL signal 9 pid {self.pids.get(w, '?')}{extra}; shrunk at step {step}{seen}")
+                        f"SIGKILL signal 9{extra}; shrunk at step {step}")
+            if trainer.comm.rank == 0:
+                print(f"fault: worker {w} (pid {self.pids.get(w, '?')}) killed at step {step}; "
+                      f"survivors saw: {error}", flush=True)
 
     def _log_delays(self, trainer, step: int) -> None:
         if trainer.comm.rank != 0:

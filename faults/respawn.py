@@ -70,8 +70,9 @@ def spawn_replacements(recovery, trainer, step: int, gone: list[int]) -> None:
         for w in dead:
             c = payload["cursors"][w]
             recovery._fault(trainer, step, "recovery", w, "respawn",
-                            f"replacement pid {recovery.pids[w]} resumes shard {w} at epoch {c.epoch} "
+                            f"replacement resumes shard {w} at epoch {c.epoch} "
                             f"position {c.position}; params digest {digest(trainer.params)[:12]}")
+            print(f"fault: replacement for worker {w} is pid {recovery.pids[w]}", flush=True)
     ulfm_free(control.mpi)
 
 
