@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from mpibench.sync.ring import busbw_factor
+
 from .calibration import Calibration
 
 ASSUMPTIONS = (
@@ -101,7 +103,7 @@ def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tupl
     if time_s <= 0:
         return 0.0, 0.0
     algbw = nbytes / time_s / 1e9
-    return algbw, algbw * (2 * (p - 1) / p if p > 1 else 0.0)
+    return algbw, algbw * busbw_factor(p)
 
 
 # ----------------------------------------------------------------------------- training step

@@ -29,8 +29,6 @@ any worker, whose replica is identical.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..aggregate import place_pieces
@@ -38,18 +36,6 @@ from . import segments
 from .base import Reduction, SyncStrategy
 
 _PUSH_TAG, _PULL_TAG = 21, 22
-
-
-def modelled_time_s(ranks: int, n_bytes: int, alpha_s: float, beta_s_per_byte: float,
-                    gamma_s_per_byte: float, shards: int = 0) -> float:
-    """Alpha-beta-gamma cost, bound by the busiest server: it receives ``p - 1``
-    pushes and sends ``p - 1`` pulls of each shard it serves, and adds the pushes."""
-    if ranks < 2:
-        return 0.0
-    shards = shards or ranks
-    served = math.ceil(shards / ranks) / shards * n_bytes  # bytes of the busiest server
-    return (2 * (ranks - 1) * math.ceil(shards / ranks) * alpha_s
-            + 2 * (ranks - 1) * served * beta_s_per_byte + (ranks - 1) * served * gamma_s_per_byte)
 
 
 class _Exchange:

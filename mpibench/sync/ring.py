@@ -37,16 +37,6 @@ def busbw_factor(ranks: int) -> float:
     return 2.0 * (ranks - 1) / ranks if ranks > 1 else 0.0
 
 
-def modelled_time_s(ranks: int, n_bytes: int, alpha_s: float, beta_s_per_byte: float,
-                    gamma_s_per_byte: float, buckets: int = 1) -> float:
-    """Alpha-beta-gamma cost: 2(p-1) latency rounds per bucket, 2(p-1)/p of the
-    bytes over the wire and (p-1)/p of them through the local addition."""
-    if ranks < 2:
-        return 0.0
-    share = (ranks - 1) / ranks * n_bytes
-    return 2 * (ranks - 1) * max(buckets, 1) * alpha_s + 2 * share * beta_s_per_byte + share * gamma_s_per_byte
-
-
 class _Rounds:
     """Everything one buffer needs for the ring: plan, scratch and per-round views."""
 
