@@ -84,6 +84,7 @@ class Checker:
         self.spec = spec
         self.seen: dict[tuple[int, int], set[int]] = {}
         self.committed: set[int] = set()
+        self.last_commit: tuple[int, np.ndarray] | None = None  # (step, parameters after it)
         self.partition_problem = self._check_partition()
 
     def _check_partition(self) -> str | None:
@@ -103,6 +104,7 @@ class Checker:
                 passed, detail = None, f"check raised {type(exc).__name__}: {exc}"
             verdicts.append(Verdict(name, passed, detail))
         self.committed.add(ev.step)
+        self.last_commit = (ev.step, np.array(ev.params_after, copy=True))
         return verdicts
 
     # ------------------------------------------------------------------ the six checks
@@ -111,6 +113,14 @@ class Checker:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def _equivalence(self, ev: StepEvidence):
+        if self.complete_history and self.last_commit is not None:
+            # Each update must start from what the previous commit left: a rollback
+            # that restored the wrong parameters, or an update applied twice, breaks it.
+            last_step, last_after = self.last_commit
+            if not np.array_equal(ev.params_before, last_after):
+                changed = int(np.count_nonzero(ev.params_before != last_after))
+                return False, (f"step {ev.step} started from parameters that differ from those "
+                               f"committed at step {last_step} ({changed} elements)")
         union = self._union(ev)
         ref = reference_step(ev.params_before, self.features, self.labels, union,
                              self.spec.hidden, self.spec.n_classes)

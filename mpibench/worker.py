@@ -202,14 +202,20 @@ class Trainer:
         """Run ``step`` until it commits (or nobody may commit it), rolling back on a failure."""
         self.step_no = step
         while True:
-            cursor = self.cursor
-            np.copyto(self.params_before, self.params)
             result, error = None, None
             try:
+                # Recovery may re-sync healed workers here: the rollback point is taken
+                # after it, or a retry would roll them back to their stale parameters.
                 self.recovery.begin(self, step)
-                result = self._step(step, cursor)
             except CommError as exc:
                 error = exc
+            cursor = self.cursor
+            np.copyto(self.params_before, self.params)
+            if error is None:
+                try:
+                    result = self._step(step, cursor)
+                except CommError as exc:
+                    error = exc
             decision = self.recovery.commit(self, step, error)
             if decision == "commit":
                 return result

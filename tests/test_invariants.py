@@ -98,3 +98,12 @@ def test_overlapping_shards_detected():
     shards = [np.arange(0, 6), np.arange(5, 10)]
     checker = Checker(data.features, data.labels, shards, 2, ModelSpec(SHAPES.hidden, SHAPES.n_classes))
     assert checker.partition_problem == "shards overlap"
+
+
+def test_a_step_must_start_from_the_last_commit():
+    checker, ev = honest_step()
+    assert verdicts(checker, ev)["equivalence"].passed
+    ev.step = 1
+    ev.params_before = ev.params_before + np.float32(1e-3)  # not what step 0 committed
+    result = verdicts(checker, ev)["equivalence"]
+    assert result.passed is False and "committed at step 0" in result.detail
