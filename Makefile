@@ -72,5 +72,8 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "missing system packages (tests that need them skip): $$missing"; fi
 
+sweep: $(STAMP)
+	$(PY) -m mpibench sweep --out $(OUT)/sweep $(SWEEP_ARGS)
+
 clean:
 	rm -rf $(VENV) $(OUT) build *.egg-info
