@@ -29,6 +29,14 @@ def main_scenarios(world_size: int) -> list[str]:
             if world_size >= smallest and (not wanted or name in wanted)]
 
 
+def _too_small_for(world_size: int) -> list[str]:
+    """Named scenarios this world size is too small for, with the size they need."""
+    from mpibench.faults.scenarios import SCENARIOS
+
+    return [f"{name} (needs {smallest})" for name, (_, smallest) in SCENARIOS.items()
+            if world_size < smallest]
+
+
 def _benchmarks_wanted() -> bool:
     """``MPIBENCH_NO_BENCH=1`` leaves out calibration and benchmarks (tests of the scenarios)."""
     import os
@@ -81,6 +89,9 @@ def main_job(base: RunConfig, out: str) -> int:
             for k in MAIN_STRATEGIES]
     for config in plan:
         prepare(config, world.Get_size())
+    left_out = _too_small_for(world.Get_size())
+    if left_out:
+        _progress(world, f"left out at {world.Get_size()} rank(s): " + ", ".join(left_out))
     backend = _backend(base)
     from mpibench.results import job as results_job
 
