@@ -4,10 +4,11 @@ Data-plane waits have deadlines (``Comm.wait``), but control-plane calls such as
 ULFM's agreement and the evidence gather block until every member arrives. A
 rank that hangs without dying would hold the survivors there forever; the
 watchdog bounds a whole step (all its attempts and recoveries) instead, and
-aborts the job with the step and the members when the bound passes.
+ends the job with the step and the members when the bound passes.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -38,10 +39,17 @@ def budget_for(deadline_s: float) -> float:
 
 
 def _abort_job(message: str) -> None:
+    """Leave at once with status 1; every member's own watchdog does the same.
+
+    ``MPI_Abort`` from this thread was seen to let mpirun exit 0 when several
+    ranks aborted together under ``state_base_recoverable``; a non-zero process
+    exit always fails the job.
+    """
     from mpi4py import MPI
 
     from .runinfo import this_host
 
     sys.stderr.write(f"[{MPI.COMM_WORLD.Get_rank()}@{this_host()}] stuck: {message}\n")
     sys.stderr.flush()
-    MPI.COMM_WORLD.Abort(1)
+    sys.stdout.flush()
+    os._exit(1)
