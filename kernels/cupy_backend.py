@@ -27,6 +27,7 @@ give bitwise-identical results, and the tests compare them with ``==``.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -90,14 +91,10 @@ class _Kernels:
                        "mpibench_pack", options=EXACT_OPTIONS)
 
 
-_KERNELS: _Kernels | None = None
-
-
+@functools.cache
 def kernels() -> _Kernels:
-    global _KERNELS
-    if _KERNELS is None:
-        _KERNELS = _Kernels()
-    return _KERNELS
+    """The compiled kernels, built once per process on first use."""
+    return _Kernels()
 
 
 class CupyBackend:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 from collections import Counter
 from typing import Callable
@@ -209,12 +210,7 @@ def _view(pinned: np.ndarray, like) -> np.ndarray:
     return pinned[:like.nbytes].view(like.dtype).reshape(like.shape)
 
 
-_PROCESS_TRANSFER: Transfer | None = None
-
-
+@functools.cache
 def process_transfer() -> Transfer:
     """The one transfer policy of this process (so counters and pinned memory are shared)."""
-    global _PROCESS_TRANSFER
-    if _PROCESS_TRANSFER is None:
-        _PROCESS_TRANSFER = Transfer()
-    return _PROCESS_TRANSFER
+    return Transfer()
