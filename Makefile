@@ -39,8 +39,9 @@ export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
 .PHONY: run test bench sweep venv clean system-deps
 
 # Debian packages the full test suite needs: headless Chromium for the report's
-# browser test; munge + Slurm daemons for the job-script tests.
-SYSTEM_PACKAGES ?= chromium slurmctld slurmd slurm-client munge libpmix-dev
+# browser test; munge + Slurm daemons for the job-script tests; iproute2, nftables and
+# util-linux (unshare) for the multi-host testbed (hosts as network namespaces).
+SYSTEM_PACKAGES ?= chromium slurmctld slurmd slurm-client munge libpmix-dev iproute2 nftables util-linux
 
 
 venv: $(STAMP)
