@@ -74,8 +74,10 @@ mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on th
         shift 2
     done
     local mapping=()
-    if (( nodes < ${SLURM_NNODES:-1} )); then
-        # PER_NODE ranks on each node in turn: the job spans only the first NODES nodes.
+    if (( nodes > 1 || nodes < ${SLURM_NNODES:-1} )); then
+        # PER_NODE ranks on each node in turn: the job spans exactly the first NODES nodes.
+        # Always explicit across nodes: with --oversubscribe and no mapping, Open MPI 5.0.11
+        # put all 8 ranks of a 4-node, 2-per-node allocation on the first node.
         mapping=(--map-by "ppr:$(( (ntasks + nodes - 1) / nodes )):node")
     fi
     case "$MPIBENCH_LAUNCH" in

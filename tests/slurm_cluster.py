@@ -109,6 +109,7 @@ class SlurmCluster:
         self.cpus = cpus
         self.host = socket.gethostname().split(".")[0]
         self.procs: dict[str, subprocess.Popen] = {}
+        self.client_prefix: list[str] = []  # where client commands run (a namespace, for several nodes)
         self.conf = self.root / "slurm.conf"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf), PATH=SEARCH_PATH)
         # A job inherits the submitter's environment: keep pytest's own Slurm
@@ -196,7 +197,7 @@ class SlurmCluster:
     # ------------------------------------------------------------------ use
     def run(self, cmd: list[str], check: bool = True, timeout_s: float = 30,
             env: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+        return subprocess.run(self.client_prefix + cmd, capture_output=True, text=True, timeout=timeout_s,
                               env=env or self.env, check=check)
 
     def sbatch(self, script: Path, *args: str, workdir: Path, env: dict | None = None,
@@ -211,7 +212,7 @@ class SlurmCluster:
         log_pattern = "slurm-%A_%a.out" if array else "slurm-%j.out"
         cmd = ["sbatch", "--parsable", f"--output={workdir}/{log_pattern}"]
         cmd += (["--wait"] if wait else []) + [*options, str(script), *args]
-        proc = subprocess.Popen(cmd, cwd=workdir, env=dict(self.env, **(env or {})), text=True,
+        proc = subprocess.Popen(self.client_prefix + cmd, cwd=workdir, env=dict(self.env, **(env or {})), text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         timed_out = False
         try:
@@ -241,7 +242,7 @@ class SlurmCluster:
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             self.run(["scancel", "--full", f"--user={_user_name()}"], check=False, timeout_s=10)
             self._wait_quiet(10)
-        for name in reversed(DAEMONS):
+        for name in reversed(list(self.procs)):  # slurmd(s), slurmctld, munged
             proc = self.procs.get(name)
             if proc is None or proc.poll() is not None:
                 continue

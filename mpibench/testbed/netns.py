@@ -127,6 +127,13 @@ class Testbed:
         return ["ip", "netns", "exec", host.name, "unshare", "--uts", "sh", "-c",
                 'hostname "$0" && exec "$@"', host.name]
 
+    def enter_prefix(self, host: Host) -> list[str]:
+        """Like :meth:`exec_prefix` but entering only the network namespace: the machine's
+        mounts stay as they are (``ip netns exec`` remounts /sys, hiding the cgroup
+        file systems that daemons such as slurmd need)."""
+        return ["nsenter", f"--net=/run/netns/{host.name}", "unshare", "--uts", "sh", "-c",
+                'hostname "$0" && exec "$@"', host.name]
+
     def host_by_name(self, name: str) -> Host:
         for host in self.hosts:
             if name in (host.name, host.address):
