@@ -93,8 +93,9 @@ def main(hosts, ranks_per_host, out, timeout_s, net_partition, net_seed, hold_s,
                 verdict.Verdict(0 if result.returncode == 0 else 1, "exit-status",
                                 f"mpirun exited {result.returncode}")
         _write_summary(out, testbed, placement, launcher, args, result, partition, found, detector)
-        sys.stdout.write(result.stdout)
-        sys.stderr.write(result.stderr[-4000:])
+        sys.stdout.write(result.stdout.rstrip("\n") + "\n")
+        sys.stderr.write(result.stderr[-4000:].rstrip("\n") + "\n")
+        sys.stderr.flush()
     click.echo(found.line())
     for line in found.log_lines[:6]:
         click.echo(f"  log: {line}")

@@ -77,6 +77,12 @@ def test_verdict_names_split_brain_and_failure_from_log_lines(tmp_path):
     assert verdict.judge_partition(tmp_path, "", 2, part, 1, netfault.Timeline()).status == 3
 
 
+def test_testbed_never_imports_mpi4py():
+    code = ("import sys, mpibench.testbed.job, mpibench.testbed.verdict, mpibench.testbed.cut;"
+            "sys.exit('mpi4py' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
 def test_no_invariants_is_no_verdict_never_a_pass(tmp_path):
     assert verdict.judge(tmp_path, "", 4).status == 3
 
