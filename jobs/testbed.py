@@ -54,10 +54,16 @@ def _option(args, name, default):
 @click.option("--hold-s", default=2.0, show_default=True, help="seconds the cut stays in place")
 @click.option("--detector/--no-detector", default=False, show_default=True,
               help="Open MPI's heartbeat failure detector (0.5 s period, 2 s timeout)")
+@click.option("--cleanup", is_flag=True, help="only remove what testbeds of dead processes left")
 @click.argument("mpibench_args", nargs=-1, type=click.UNPROCESSED)
 def main(hosts, ranks_per_host, out, timeout_s, net_partition, net_seed, hold_s, detector,
-         mpibench_args):
+         cleanup, mpibench_args):
     """Run ``python -m mpibench MPIBENCH_ARGS`` across HOSTS network namespaces."""
+    if cleanup:
+        for name in netns.stale_testbeds():
+            click.echo(f"removing {name}: {', '.join(netns.leftovers(name))}")
+            netns.remove_stale(name)
+        sys.exit(0)
     args = list(mpibench_args) or ["run", "--scenario", "none"]
     if hosts < 1 or ranks_per_host < 1:
         raise click.UsageError("--hosts and --ranks-per-host must be at least 1")

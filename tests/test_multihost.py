@@ -265,3 +265,17 @@ def test_slurm_scaling_on_one_two_four_nodes(slurm4, tmp_path):
     assert job.returncode == 0, job.text
     (out,) = (tmp_path / "results").glob("scaling-*")
     assert {k: _host_count(out / f"nodes-{k}" / "run.json") for k in (1, 2, 4)} == {1: 1, 2: 2, 4: 4}
+
+
+def test_parts_of_a_dead_testbed_are_found_and_removed():
+    _skip_or_fail_without_namespaces()
+    child = subprocess.run([sys.executable, "-c", "import os\nfrom mpibench.testbed import netns\n"
+                            "bed = netns.Testbed(2); bed.up(); print(bed.name, flush=True); os._exit(0)"],
+                           capture_output=True, text=True, timeout=60)
+    name = child.stdout.strip()
+    try:
+        assert name in netns.stale_testbeds()
+        assert len(netns.leftovers(name)) == 7  # 2 namespaces, bridge, 2 ports, 2 hosts files
+    finally:
+        netns.remove_stale(name)
+    assert netns.leftovers(name) == []

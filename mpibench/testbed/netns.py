@@ -227,3 +227,34 @@ def leftovers(name: str) -> list[str]:
         found += [f"file {p}" for p in ETC_NETNS.glob(f"{name}-*")]
     found += [f"process {pid}" for pid in marked_pids(name)]
     return found
+
+
+def stale_testbeds() -> list[str]:
+    """Names ``mpb<pid>`` of testbeds whose creating process is gone but whose parts remain."""
+    pattern = re.compile(rf"^({PREFIX}(\d+))(?:br|h\d+|-h\d+)$")
+    names = sh("ip", "netns", "list", check=False).stdout.split()
+    names += [line.split(":")[1].strip().split("@")[0]
+              for line in sh("ip", "-o", "link", "show", check=False).stdout.splitlines()]
+    if ETC_NETNS.exists():
+        names += [p.name for p in ETC_NETNS.iterdir()]
+    found = set()
+    for name in names:
+        match = pattern.match(name)
+        if match and not Path(f"/proc/{match.group(2)}").exists():
+            found.add(match.group(1))
+    return sorted(found)
+
+
+def remove_stale(name: str) -> None:
+    """Remove what a dead testbed called ``name`` left (namespaces, links, files, processes)."""
+    kill_marked(name)
+    for item in leftovers(name):
+        kind, _, what = item.partition(" ")
+        if kind == "namespace":
+            for pid in namespace_pids(what):
+                _kill(pid)
+            sh("ip", "netns", "del", what, check=False)
+        elif kind == "link":
+            sh("ip", "link", "del", what, check=False)
+        elif kind == "file":
+            shutil.rmtree(what, ignore_errors=True)
