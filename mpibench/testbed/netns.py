@@ -4,7 +4,7 @@ A :class:`Testbed` named ``mpb<pid>`` owns, and only ever touches:
 
 * namespaces ``mpb<pid>-h0 .. -h<N-1>`` (one per host; the namespace name is
   also the host's hostname, set in a UTS namespace of its own when a command
-  runs there),
+  runs there; a second testbed of the same process is ``mpb<pid>b``, and so on),
 * a bridge ``mpb<pid>br`` in the root namespace with no address and no other
   port, and veth pairs ``mpb<pid>h<i>`` (bridge side) / ``eth0`` (host side),
 * ``/etc/netns/mpb<pid>-h<i>/hosts`` so the hosts resolve each other's names
@@ -20,6 +20,7 @@ it with :mod:`atexit`, and the context manager calls it on any exception
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import re
 import shutil
@@ -34,6 +35,17 @@ PREFIX = "mpb"
 SUBNET = "198.18.0.0/24"
 MARKER = "MPIBENCH_TESTBED"
 ETC_NETNS = Path("/etc/netns")
+
+
+_made = itertools.count()
+
+
+def _next_name() -> str:
+    """``mpb<pid>`` for a process's first testbed, then ``mpb<pid>b``, ``mpb<pid>c`` ..."""
+    n = next(_made)
+    if n >= 25:
+        raise ValueError("a process makes at most 25 testbeds")
+    return f"{PREFIX}{os.getpid()}" + ("" if n == 0 else "bcdefgijklmnopqrstuvwxyza"[n - 1])
 
 
 class TestbedError(RuntimeError):
@@ -77,9 +89,9 @@ class Testbed:
     def __init__(self, hosts: int, name: str | None = None):
         if not 1 <= hosts <= 200:
             raise ValueError(f"a testbed has 1 to 200 hosts, not {hosts}")
-        self.name = name or f"{PREFIX}{os.getpid()}"
-        if len(self.name) > 10:  # interface names stop at 15 characters
-            raise ValueError(f"testbed name {self.name!r} is longer than 10 characters")
+        self.name = name or _next_name()
+        if len(self.name) > 11:  # interface names stop at 15 characters: NAME + "h199"
+            raise ValueError(f"testbed name {self.name!r} is longer than 11 characters")
         self.bridge = f"{self.name}br"
         base = SUBNET.split("/")[0].rsplit(".", 1)[0]
         self.hosts = [Host(i, f"{self.name}-h{i}", f"{base}.{i + 1}", f"{self.name}h{i}")
@@ -231,7 +243,7 @@ def leftovers(name: str) -> list[str]:
 
 def stale_testbeds() -> list[str]:
     """Names ``mpb<pid>`` of testbeds whose creating process is gone but whose parts remain."""
-    pattern = re.compile(rf"^({PREFIX}(\d+))(?:br|h\d+|-h\d+)$")
+    pattern = re.compile(rf"^({PREFIX}(\d+)[a-gi-z]?)(?:br|h\d+|-h\d+)$")
     names = sh("ip", "netns", "list", check=False).stdout.split()
     names += [line.split(":")[1].strip().split("@")[0]
               for line in sh("ip", "-o", "link", "show", check=False).stdout.splitlines()]
