@@ -44,9 +44,9 @@ COLUMNS = ["hosts", "ranks", "strategy", "bytes", "tag", "time_s", "busbw_gbps",
            "oversubscribed"]
 
 
-def measure_links(launcher: Launcher, timeout_s: float) -> dict:
-    cmd = launcher.command(Placement(2, 2), [sys.executable, str(HERE / "multihost_links.py"), "2"],
-                           timeout_s)
+def measure_links(launcher: Launcher, timeout_s: float, rounds: int) -> dict:
+    cmd = launcher.command(Placement(2, 2), [sys.executable, str(HERE / "multihost_links.py"), "2",
+                                             str(rounds)], timeout_s)
     done = subprocess.run(cmd, env=mpi_env(launcher.testbed), capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=timeout_s + 30)
     for line in done.stdout.splitlines():
@@ -89,8 +89,10 @@ def bench_rows(out: Path, hosts: int, ranks: int, links: dict, cores: int) -> li
 @click.option("--sizes", default="64K,1M", show_default=True, help="bench message sizes")
 @click.option("--strategies", default="ring,ps,native", show_default=True,
               help="bench strategies (add hier where it is registered)")
+@click.option("--rounds", default=5, show_default=True,
+              help="link measurements repeated, intra and inter alternating (medians reported)")
 @click.option("--timeout-s", default=240.0, show_default=True, help="limit for each job")
-def main(out, host_counts, ranks_per_host, sizes, strategies, timeout_s):
+def main(out, host_counts, ranks_per_host, sizes, strategies, rounds, timeout_s):
     """Links and scaling across testbed hosts; writes links.json and multihost.csv into OUT."""
     try:
         counts = sorted({int(c) for c in host_counts.split(",")})
@@ -108,7 +110,7 @@ def main(out, host_counts, ranks_per_host, sizes, strategies, timeout_s):
     with netns.Testbed(max(counts + [2])) as testbed, tempfile.TemporaryDirectory(prefix=testbed.name) as tmp:
         testbed.wait_reachable()
         launcher = Launcher(testbed, Path(tmp))
-        links = measure_links(launcher, timeout_s)
+        links = measure_links(launcher, timeout_s, rounds)
         (out / "links.json").write_text(json.dumps(links, indent=2) + "\n")
         for hosts in counts:
             point = out / f"hosts-{hosts}"
@@ -132,7 +134,8 @@ def main(out, host_counts, ranks_per_host, sizes, strategies, timeout_s):
 
 def _summary(links: dict, rows: list[dict], cores: int) -> None:
     intra, inter = links["intra"], links["inter"]
-    click.echo(f"links (one run, measured alternately; {links['ranks']} ranks on {cores} cores):")
+    click.echo(f"links (one run, {links['rounds']} rounds measured alternately, medians; "
+               f"{links['ranks']} ranks on {cores} cores):")
     click.echo(f"  intra-host: alpha {intra['alpha_s'] * 1e6:8.1f} us  beta^-1 "
                f"{(intra['bandwidth_gbps'] or 0):6.2f} GB/s")
     click.echo(f"  inter-host: alpha {inter['alpha_s'] * 1e6:8.1f} us  beta^-1 "

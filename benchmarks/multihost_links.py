@@ -4,7 +4,7 @@ Needs at least 2 hosts with 2 ranks each (ranks filled host by host). In one
 run it measures, for the link inside a host (ranks 0 and 1: shared memory) and
 the link between hosts (ranks 0 and ``ranks_per_host``: TCP over the bridge):
 
-* ping-pong half round trips at 8 B .. 4 MiB, fitted to ``t = alpha + n beta``
+* ping-pong half round trips at 8 B .. 4 MiB (median over ``rounds``, argv[2]), fitted to ``t = alpha + n beta``
   with the project's own fit (:func:`mpibench.results.calibrate.fit_alpha_beta`);
 * blocking ``MPI_Allreduce`` (float32 sum) over a 2-rank communicator on each
   link, as bus bandwidth (busbw = algbw x 2(p-1)/p, which is algbw at p = 2).
@@ -79,22 +79,29 @@ def main() -> None:
     intra = world.Split(0 if rank in (0, 1) else MPI.UNDEFINED, rank)
     inter = world.Split(0 if rank in (0, per_host) else MPI.UNDEFINED, rank)
     hosts = world.gather(socket.gethostname(), root=0)
-    links = {"intra": {"ping": [], "allreduce": []}, "inter": {"ping": [], "allreduce": []}}
-    # Rank 0 is in both pairs, so the links take turns size by size; ranks in
-    # neither pair sleep instead of spinning on the shared cores.
-    for nbytes in PING_BYTES:
-        for name, comm in (("intra", intra), ("inter", inter)):
-            if comm != MPI.COMM_NULL:
-                links[name]["ping"].append((nbytes, ping_pong(comm, nbytes)))
-    for nbytes in ALLREDUCE_BYTES:
-        for name, comm in (("intra", intra), ("inter", inter)):
-            if comm != MPI.COMM_NULL:
-                links[name]["allreduce"].append((nbytes, *allreduce_busbw_gbps(comm, nbytes)))
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    raw = {name: {"ping": {}, "allreduce": {}} for name in ("intra", "inter")}
+    # Rank 0 is in both pairs, so the links take turns size by size, round after round;
+    # ranks in neither pair sleep instead of spinning on the shared cores.
+    for _ in range(rounds):
+        for nbytes in PING_BYTES:
+            for name, comm in (("intra", intra), ("inter", inter)):
+                if comm != MPI.COMM_NULL:
+                    raw[name]["ping"].setdefault(nbytes, []).append(ping_pong(comm, nbytes))
+        for nbytes in ALLREDUCE_BYTES:
+            for name, comm in (("intra", intra), ("inter", inter)):
+                if comm != MPI.COMM_NULL:
+                    raw[name]["allreduce"].setdefault(nbytes, []).append(allreduce_busbw_gbps(comm, nbytes))
+    links = {name: {"ping": [(n, float(np.median(ts))) for n, ts in data["ping"].items()],
+                    "allreduce": [(n, float(np.median([t for t, _ in runs])),
+                                   float(np.median([bw for _, bw in runs])),
+                                   [bw for _, bw in runs]) for n, runs in data["allreduce"].items()]}
+             for name, data in raw.items()}
     done = world.Ibarrier()
     while not done.Test():
         time.sleep(0.005)
     if rank == 0:  # rank 0 is in both pairs and holds both links' figures
-        report = {"hosts": sorted(set(hosts)), "ranks": world.Get_size(),
+        report = {"hosts": sorted(set(hosts)), "ranks": world.Get_size(), "rounds": rounds,
                   "cores": len(os.sched_getaffinity(0)),
                   "pairs": {"intra": [hosts[0], hosts[1]], "inter": [hosts[0], hosts[per_host]]}}
         for name, data in links.items():
@@ -102,8 +109,9 @@ def main() -> None:
             report[name] = {"alpha_s": alpha, "beta_s_per_byte": beta,
                             "bandwidth_gbps": (1 / beta / 1e9) if beta > 0 else None,
                             "ping_pong_s": data["ping"],
-                            "allreduce": [{"bytes": n, "time_s": t, "busbw_gbps": bw}
-                                          for n, t, bw in data["allreduce"]]}
+                            "allreduce": [{"bytes": n, "time_s": t, "busbw_gbps": bw,
+                                           "busbw_gbps_per_round": rounds_bw}
+                                          for n, t, bw, rounds_bw in data["allreduce"]]}
         print(json.dumps(report), flush=True)
 
 
