@@ -35,7 +35,7 @@ import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpibench.testbed import netns  # noqa: E402
+from mpibench.testbed import netns, run_script  # noqa: E402
 from mpibench.testbed.job import mpi_env, run_job  # noqa: E402
 from mpibench.testbed.launch import Launcher, Placement  # noqa: E402
 
@@ -52,8 +52,9 @@ def measure_links(launcher: Launcher, timeout_s: float, rounds: int) -> dict:
     for line in done.stdout.splitlines():
         if line.startswith('{"hosts"'):
             return json.loads(line)
-    raise click.ClickException(f"link measurement gave no result (exit {done.returncode}): "
-                               f"{done.stderr[-1500:]}")
+    click.echo(f"multihost: could not run: the link measurement gave no result "
+               f"(exit {done.returncode}):\n{done.stderr[-1500:]}", err=True)
+    sys.exit(3)
 
 
 def ring_model_s(nbytes: int, p: int, link: dict) -> float:
@@ -154,4 +155,4 @@ def _summary(links: dict, rows: list[dict], cores: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, "multihost")

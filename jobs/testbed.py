@@ -29,7 +29,7 @@ import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpibench.testbed import netfault, netns, verdict  # noqa: E402
+from mpibench.testbed import netfault, netns, run_script, verdict  # noqa: E402
 from mpibench.testbed.job import run_job  # noqa: E402
 from mpibench.testbed.launch import Launcher, Placement  # noqa: E402
 
@@ -137,4 +137,4 @@ def _write_summary(out, testbed, placement, launcher, args, result, partition, f
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main, "testbed")

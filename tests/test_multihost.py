@@ -279,3 +279,15 @@ def test_parts_of_a_dead_testbed_are_found_and_removed():
     finally:
         netns.remove_stale(name)
     assert netns.leftovers(name) == []
+
+
+@pytest.mark.parametrize("script, args", [
+    ("jobs/testbed.py", ["--hosts", "0"]),
+    ("jobs/testbed.py", ["--net-partition", "--", "run", "--scenario", "none"]),
+    ("jobs/testbed.py", ["--hosts", "1", "--net-partition", "--", "run"]),
+    ("benchmarks/multihost.py", ["--host-counts", "two"]),
+])
+def test_scripts_refuse_bad_usage_in_one_line(script, args):
+    done = subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr

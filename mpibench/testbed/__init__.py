@@ -17,3 +17,21 @@ imports mpi4py. Needs root.
 * :mod:`.netfault`  -- a seeded network-partition schedule and the driver that
                        applies it when the job reaches the scheduled step
 """
+
+
+def run_script(command, name: str) -> None:
+    """Run a click command as a script: bad usage is one line on stderr and exit 2."""
+    import sys
+
+    import click
+
+    try:
+        command.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        sys.exit(130)
+    except click.ClickException as exc:
+        sys.stderr.write(f"{name}: error: {exc.format_message().splitlines()[0]}\n")
+        sys.exit(2)
+    sys.exit(0)
