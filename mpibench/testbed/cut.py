@@ -9,9 +9,10 @@ deletes the tables; tearing the namespaces down deletes them too.
 """
 from __future__ import annotations
 
+import subprocess
 from typing import Sequence
 
-from .netns import Testbed, sh
+from .netns import Testbed, TestbedError, sh
 
 TABLE = "mpibench_cut"
 
@@ -59,11 +60,7 @@ def _nft(testbed: Testbed, host, *args: str, stdin: str | None = None, check: bo
     cmd = ["ip", "netns", "exec", host.name, "nft", *args]
     if stdin is None:
         return sh(*cmd, check=check).stdout
-    import subprocess
-
     done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=20)
     if check and done.returncode != 0:
-        from .netns import TestbedError
-
         raise TestbedError(f"`{' '.join(cmd)}` failed: {done.stderr.strip()}")
     return done.stdout
