@@ -17,7 +17,7 @@
 # every step on the CPU back-end: a dry run of this script on a machine without a GPU).
 #
 # Files in OUT_DIR: gpu-check.log, tests.xml, kernels.csv, bench-p1.csv,
-# bench-p2.csv, run-p2.json, summary.txt.
+# bench-p2.csv, run-p2-STRATEGY-awareN.json, summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
@@ -140,11 +140,20 @@ for P in 1 2; do
         --sizes "$SIZES" --strategies ring,ps,native --iterations "$ITERATIONS" --warmup 2 --out "$WORK/p$P"
     cp "$WORK/p$P/bench.csv" "$OUT/bench-p$P.csv" 2>/dev/null || true
 done
-# A short training run on 2 ranks: its run.json records the device and the transfer path.
-# shellcheck disable=SC2086
-step run-p2 30 "$MPIRUN" -n 2 $MPIRUN_FLAGS "$PY" -m mpibench run --strategy ring --device "$DEVICE" \
-    --steps 4 --out "$WORK/run"
-cp "$WORK/run/run.json" "$OUT/run-p2.json" 2>/dev/null || true
+# Short training runs on 2 ranks, ring and PS, through each transfer policy the MPI
+# library allows (staged always; CUDA-aware only where the probe says so). Each run.json
+# records the device and the transfer path; the summary line the transfer counts.
+AWARE=$("$PY" -c 'from mpibench.kernels.transfer import cuda_aware_mpi; print(int(cuda_aware_mpi()[0]))' 2>/dev/null || echo 0)
+POLICIES=0
+[[ $AWARE == 1 ]] && POLICIES="0 1"
+for POLICY in $POLICIES; do
+    for STRATEGY in ring ps; do
+        # shellcheck disable=SC2086
+        MPIBENCH_CUDA_AWARE=$POLICY step "run-p2-$STRATEGY-aware$POLICY" 40 "$MPIRUN" -n 2 $MPIRUN_FLAGS \
+            "$PY" -m mpibench run --strategy $STRATEGY --device "$DEVICE" --steps 6 --out "$WORK/run-$STRATEGY-$POLICY"
+        cp "$WORK/run-$STRATEGY-$POLICY/run.json" "$OUT/run-p2-$STRATEGY-aware$POLICY.json" 2>/dev/null || true
+    done
+done
 rm -rf "$WORK"
 
 # ------------------------------------------------------------------ summary
@@ -171,9 +180,9 @@ for p in (1, 2):
     print(wide.to_string(float_format=lambda v: f"{v:.2f}"))
     if p > 1 and {"ring", "native"} <= set(wide.columns):
         print("  ring / native:", " ".join(f"{(r / n):.2f}" for r, n in zip(wide["ring"], wide["native"])))
-path = os.path.join(out, "run-p2.json")
-if os.path.exists(path):
-    print("device:", json.dumps(json.load(open(path)).get("device"), sort_keys=True))
+import glob
+for path in sorted(glob.glob(os.path.join(out, "run-p2-*.json"))):
+    print(os.path.basename(path), "device:", json.dumps(json.load(open(path)).get("device"), sort_keys=True))
 EOF
 
 if ((${#FAILED[@]})); then
