@@ -38,7 +38,8 @@ import numpy as np
 
 _THIS_FILE = os.path.abspath(__file__)
 # The device layer: a crossing is named at its caller (the back-end op it went through is shown too).
-_DEVICE_LAYER = (_THIS_FILE, os.path.join(os.path.dirname(_THIS_FILE), "device_backend.py"))
+_DEVICE_LAYER = (_THIS_FILE, *(os.path.join(os.path.dirname(_THIS_FILE), name)
+                               for name in ("device_backend.py", "transfer.py")))
 
 
 class CrossingError(TypeError):
