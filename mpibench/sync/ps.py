@@ -17,8 +17,9 @@ applies the update to its slice; every worker pulls ``[new slice..., total
 count]`` and the pulled slices are put into its parameters with
 ``aggregate.place_pieces`` (nothing written unless they cover the vector
 exactly; on a device back-end the pulled buffer is first downloaded to the
-host in one copy, and the server's slice uploaded with ``backend.load``). Every worker therefore receives the very bits the server computed,
-so the applied update is bitwise identical everywhere.
+host in one copy, and the server's slice uploaded with ``backend.load``).
+Every worker therefore receives the very bits the server computed, so the
+applied update is bitwise identical everywhere.
 
 For a plain sum (``reduce``, what the benchmarks time) the shard plan is
 checked against the same contract once per buffer and the pulled sums are
@@ -96,7 +97,8 @@ class ParameterServer(SyncStrategy):
         def serve(k: int, total) -> None:
             offset, width = ex.pieces[k]
             out = ex.pull_views[k]
-            self.backend.load(out[:width], params[offset:offset + width])  # the server's slice, from its own replica
+            # The server's slice, from its own (host) replica: an upload on a device back-end.
+            self.backend.load(out[:width], params[offset:offset + width])
             out[width:] = total[width:]  # the total count travels back with the slice
             self.backend.apply_update(out[:width], total[:width], total[width], lr)
 
