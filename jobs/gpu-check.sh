@@ -183,6 +183,14 @@ for POLICY in "${POLICIES[@]}"; do
     tail -n 16 "$WORK/bench-$POLICY.log"
 done
 unset MPIBENCH_CUDA_AWARE MPIBENCH_NO_BENCH MPIBENCH_SCENARIOS
+# The same strategies on host buffers, side by side: whether native's gap to the ring on the
+# device comes from MPI's own collective rather than from the staging copies.
+HOST_SIZE=64M
+[[ $DEVICE == gpu ]] || HOST_SIZE=1M
+# shellcheck disable=SC2086
+step host-ratios 40 "$MPIRUN" -n 2 $MPIRUN_FLAGS "$PY" benchmarks/sync_vs_native.py --sizes $HOST_SIZE \
+    --rounds 3 > "$WORK/host-ratios.log" 2>&1
+tail -n 8 "$WORK/host-ratios.log"
 
 # ------------------------------------------------------------------ verdict and summary
 step summary 20 "$PY" jobs/gpu_check_summary.py "$OUT" "$WORK" > "$OUT/summary.txt"
