@@ -281,6 +281,8 @@ def test_comm_moves_buffers_of_either_back_end(name, path):
     # Staged: each byte MPI reads crossed to the host once, each byte it wrote came back once
     # (beyond the test's own to_host reads); CUDA-aware: no copy at all.
     assert (staged_d2h, staged_h2d) == ((4 * 3500, 4 * 3500) if path == tr.STAGED else (0, 0))
+    # Staging goes through the pinned pool, and the pool counts what it holds.
+    assert (t.pool.allocated_bytes > 0) == (path == tr.STAGED)
 
 
 @pytest.mark.parametrize("name", DEVICE_BACKENDS)
