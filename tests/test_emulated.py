@@ -225,16 +225,21 @@ def members_from(job):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("recovery, aware", [("shrink", False), ("respawn", True)],
-                         ids=["shrink-staged", "respawn-cuda-aware"])
-def test_the_main_job_holds_every_invariant_on_the_emulated_device(tmp_path, recovery, aware):
-    os.environ["MPIBENCH_NO_BENCH"] = "1"
+@pytest.mark.parametrize("recovery, aware, benchmarks", [("shrink", False, True), ("respawn", True, False)],
+                         ids=["shrink-staged-with-benchmarks", "respawn-cuda-aware"])
+def test_the_main_job_holds_every_invariant_on_the_emulated_device(tmp_path, recovery, aware, benchmarks):
+    os.environ["MPIBENCH_NO_BENCH"] = "0" if benchmarks else "1"
     os.environ["MPIBENCH_SCENARIOS"] = ",".join(MAIN_SCENARIOS)
     try:
         job = launch(3, ["--device", "emulated", "--steps", "5", "--recovery", recovery], tmp_path, aware,
-                     timeout=300, extra_env=("MPIBENCH_NO_BENCH", "MPIBENCH_SCENARIOS"))
+                     timeout=400, extra_env=("MPIBENCH_NO_BENCH", "MPIBENCH_SCENARIOS"))
     finally:
         del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"]
+    if benchmarks:  # the benchmarks and the scaling runs went through the device path too
+        bench = job.csv("bench.csv")
+        measured = bench[bench.tag == "measured"]
+        assert len(measured) and (measured.errors.astype(int) == 0).all(), job.text
+        assert len(job.csv("scaling.csv")), job.text
     checks = job.csv("invariants.csv")
     for scenario in MAIN_SCENARIOS:
         for strategy in ("ring", "ps"):
