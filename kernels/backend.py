@@ -69,9 +69,9 @@ def select_backend(device: str = "cpu") -> Backend:
         raise UsageError(f"unknown device {device!r} (cpu, gpu, auto or emulated)")
     if device == "emulated":
         from .device_backend import DeviceBackend
-        from .emulated import EmulatedRuntime
+        from .emulated import process_runtime
 
-        return DeviceBackend(EmulatedRuntime(), "emulated")
+        return DeviceBackend(process_runtime(), "emulated")
     reason = None
     if device != "cpu":
         from .cupy_backend import CupyBackend, gpu_available

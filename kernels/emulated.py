@@ -29,6 +29,7 @@ host memory read it at once.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections import Counter
@@ -345,3 +346,10 @@ class EmulatedRuntime:
 
     def describe(self) -> dict:
         return {"device_name": "emulated (host memory, strict crossings)"}
+
+
+@functools.cache
+def process_runtime() -> EmulatedRuntime:
+    """The emulated device of this process: every back-end made for ``--device emulated`` shares
+    it, as they would share a GPU, so their buffers, queue and counters are one."""
+    return EmulatedRuntime()
