@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 
-STEPS_EXPECTED = "steps_expected"  # run.json config steps
 
 
 def passed(frame: pd.DataFrame) -> pd.Series:
