@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/kernels.py [--device cpu|gpu] [--sizes 1M,16M,64M]
+    python benchmarks/kernels.py [--device cpu|gpu|emulated] [--sizes 1M,16M,64M]
                                  [--repeats N] [--csv FILE] [--peak-gbps X]
 
 For each buffer size (bytes of one float32 vector) and operation it prints the
@@ -14,8 +14,16 @@ copy (baseline)         8      read 4, write 4 (``np.copyto`` / ``cupy.copyto``)
 accumulate              12     read dst and src, write dst
 apply_update            12     read grad and param, write param
 pack                    8      read grad, write the buffer (device gradient on GPU)
-pack_from_host (GPU)    4      the host-to-device copy of a host gradient
+pack_from_host (GPU)    4      a host gradient: copied into pinned staging on the
+                               host, then uploaded (what a training step does)
+upload_pinned (GPU)     4      the upload alone, from pinned memory
+download_pinned (GPU)   4      device to pinned memory (the staged policy's copy)
 ======================  =====  =================================================
+
+``pack_from_host`` against ``upload_pinned`` shows what the host-side copy into
+the staging buffer costs: the GPU timer counts host work between its events.
+``--device emulated`` runs the device code path on the emulated device (a dry
+run: its figures are host copies, not a device's).
 
 NumPy's ``apply_update`` makes three in-place passes (divide, scale,
 subtract), so its effective figure is well under the copy baseline; the CuPy
@@ -36,12 +44,12 @@ import numpy as np
 
 NOMINAL_PEAK_GBPS = {"H200": 4800.0, "H100 80GB HBM3": 3350.0, "A100-SXM4-80GB": 2039.0}
 MOVED_BYTES_PER_ELEMENT = {"copy": 8, "accumulate": 12, "apply_update": 12, "pack": 8,
-                           "pack_from_host": 4}
+                           "pack_from_host": 4, "upload_pinned": 4, "download_pinned": 4}
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--device", choices=["cpu", "gpu", "emulated"], default="cpu")
     parser.add_argument("--sizes", default=None, help="vector sizes in bytes (default: cpu 1M,4M,16M,64M; "
                                                       "gpu 1M,16M,64M,256M,1G)")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per case (median taken)")
@@ -51,11 +59,15 @@ def parse_args(argv):
 
 
 class HostTimer:
-    """Wall time of ``op`` on the CPU."""
+    """Wall time of ``op`` on the CPU, queued device work included."""
+
+    def __init__(self, backend):
+        self.backend = backend
 
     def time_s(self, op) -> float:
         start = time.perf_counter()
         op()
+        self.backend.synchronize()
         return time.perf_counter() - start
 
 
@@ -74,22 +86,31 @@ class DeviceTimer:
         return self.cupy.cuda.get_elapsed_time(self.start, self.stop) / 1e3
 
 
-def cases(backend, xp, n: int, host_grad: np.ndarray):
+def cases(backend, n: int, host_grad: np.ndarray):
     """The operations at one size, each a closure over buffers allocated here, once."""
     src = backend.from_host(host_grad)
-    dst = xp.zeros(n, dtype=np.float32)
-    params = xp.zeros(n, dtype=np.float32)
+    dst = backend.zeros(n)
+    params = backend.zeros(n)
     grad = backend.from_host(host_grad.copy())
-    buf = xp.zeros(n + 1, dtype=np.float32)
+    buf = backend.zeros(n + 1)
+
+    def copy():
+        dst[...] = src  # a device-to-device copy (NumPy: a host copy)
+
     out = {
-        "copy": lambda: xp.copyto(dst, src),
+        "copy": copy,
         "accumulate": lambda: backend.accumulate(dst, src),
         # count 1 and lr 1: the in-place NumPy passes leave grad unchanged, so no denormals creep in.
         "apply_update": lambda: backend.apply_update(params, grad, 1, 1.0),
         "pack": lambda: backend.pack(buf, src, 3),
     }
-    if xp is not np:
+    runtime = getattr(backend, "rt", None)
+    if runtime is not None:
+        pinned = runtime.pinned_empty(n, np.float32)
+        pinned[...] = host_grad
         out["pack_from_host"] = lambda: backend.pack(buf, host_grad, 3)
+        out["upload_pinned"] = lambda: runtime.upload(dst, pinned)
+        out["download_pinned"] = lambda: runtime.download(src, pinned, blocking=False)
     return out
 
 
@@ -116,26 +137,24 @@ def main(argv=None) -> int:
     on_gpu = args.device == "gpu"
     sizes = [size_option(s) for s in (args.sizes or ("1M,16M,64M,256M,1G" if on_gpu else "1M,4M,16M,64M")).split(",")]
     repeats = args.repeats or (30 if on_gpu else 15)
+    from mpibench.kernels import select_backend
+
+    backend = select_backend(args.device)
     if on_gpu:
-        from mpibench.kernels import select_backend
+        import cupy
 
-        backend = select_backend("gpu")
-        import cupy as xp
-
-        timer = DeviceTimer(xp)
-        peak, peak_source = peak_gbps(xp, args.peak_gbps)
+        timer = DeviceTimer(cupy)
+        peak, peak_source = peak_gbps(cupy, args.peak_gbps)
         device = backend.info.get("device_name", "gpu")
     else:
-        from mpibench.kernels import NumpyBackend
-
-        backend, xp, timer = NumpyBackend(), np, HostTimer()
-        peak, peak_source, device = args.peak_gbps, "--peak-gbps" if args.peak_gbps else "", "cpu"
+        timer = HostTimer(backend)
+        peak, peak_source, device = args.peak_gbps, "--peak-gbps" if args.peak_gbps else "", args.device
     rows = []
     rng = np.random.default_rng(0)
     for size in sizes:
         n = max(1, size // 4)
         host_grad = rng.standard_normal(n, dtype=np.float32)
-        ops = cases(backend, xp, n, host_grad)
+        ops = cases(backend, n, host_grad)
         for op in ops.values():  # warm-up: compile kernels, fault pages in
             op()
         backend.synchronize()

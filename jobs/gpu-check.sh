@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The device check: on a machine with a CUDA GPU, install the `gpu` extra, run the
-# GPU tests, measure the kernels against the device's memory bandwidth, and run
-# `bench` on the GPU for ring / ps / native at 1 MiB..256 MiB with 1 and 2 ranks
-# sharing the device. Writes its CSVs, logs and a summary into OUT_DIR. Budget:
-# under 8 minutes on an H200 (each step has its own timeout; the sum is 7.5 min).
+# kernel tests (CuPy, emulated and NumPy back-ends), measure the kernels against the
+# device's memory bandwidth, then for each transfer policy the MPI library allows
+# (staged always; CUDA-aware only where the library says it is): a short main job on
+# 2 ranks (ring and PS; kills with shrink, then the world restored by respawning),
+# a native run, and `bench` for ring / ps / native. The records decide: every step
+# checked and passed, and every step's host/device copies what the policy promises
+# (jobs/gpu_check_summary.py). Budget: under 8 minutes on an H200 (each step has its
+# own limit, summing to 6 minutes with one policy; a step whose limit would pass
+# GPU_CHECK_BUDGET_S, 470 s from the start, is not run and fails the check).
 #
 #   jobs/gpu-check.sh OUT_DIR          run the check (exit 0 when every step passed)
 #   jobs/gpu-check.sh --fetch-wheels   on a machine with PyPI: put the wheels an
@@ -13,11 +18,11 @@
 # Environment: VENV (default .venv; created with --system-site-packages from
 # python3 when missing, so a CUDA image's own CuPy is used), MPIBENCH_WHEELS
 # (default .whl: installs come from there, offline, when it exists),
-# GPU_CHECK_SIZES, GPU_CHECK_MPIRUN_FLAGS, GPU_CHECK_DEVICE (default gpu; `cpu` runs
-# every step on the CPU back-end: a dry run of this script on a machine without a GPU).
+# GPU_CHECK_SIZES, GPU_CHECK_MPIRUN_FLAGS, GPU_CHECK_DEVICE (default gpu; `emulated`
+# or `cpu` run every step on that back-end: a dry run of this script without a GPU).
 #
-# Files in OUT_DIR: gpu-check.log, tests.xml, kernels.csv, bench-p1.csv,
-# bench-p2.csv, run-p2-STRATEGY-awareN.json, summary.txt.
+# Files in OUT_DIR (at most 8): gpu-check.log, summary.txt, tests.xml, kernels.csv,
+# bench.csv, transfers.csv, details.tar.gz (every run's folder: run.json, CSVs, logs).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
@@ -49,17 +54,24 @@ exec > >(tee -a "$OUT/gpu-check.log") 2>&1
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
 SIZES=${GPU_CHECK_SIZES:-1M,4M,16M,64M,256M}
-# One node, two ranks: shared memory only, no single-copy (CMA is often barred in containers).
-MPIRUN_FLAGS=${GPU_CHECK_MPIRUN_FLAGS:---oversubscribe --mca pml ob1 --mca btl self,sm --mca smsc ^cma}
+# One node: shared memory between the ranks of a job, no single-copy (CMA is often barred in
+# containers); tcp only for respawned replacements, which shared memory cannot reach.
+MPIRUN_FLAGS=${GPU_CHECK_MPIRUN_FLAGS:---oversubscribe --mca pml ob1 --mca btl self,sm,tcp --mca smsc ^cma}
 FAILED=()
+BUDGET_S=${GPU_CHECK_BUDGET_S:-470}  # the whole script, set-up included: under 8 minutes
 step() {  # step NAME SECONDS CMD...: run with a time limit, note a failure, go on
     local name=$1 limit=$2
     shift 2
-    echo "== $name (limit ${limit} s) $(date -u +%T)"
+    if ((SECONDS + limit > BUDGET_S)); then  # never overrun: a step that may not fit is not run
+        echo "== $name: NOT RUN, its ${limit} s limit would pass the ${BUDGET_S} s budget" >&2
+        FAILED+=("$name(not run: budget)")
+        return 124
+    fi
+    echo "== $name (limit ${limit} s) $(date -u +%T)" >&2
     local start=$SECONDS
     timeout --kill-after=10 "$limit" "$@"
     local rc=$?
-    echo "== $name: exit $rc after $((SECONDS - start)) s"
+    echo "== $name: exit $rc after $((SECONDS - start)) s" >&2
     [[ $rc == 0 ]] || FAILED+=("$name($rc)")
     return $rc
 }
@@ -87,7 +99,7 @@ PIP=("$PY" -m pip install -q --disable-pip-version-check --retries 0 --timeout 2
 [[ -d $WHEELS ]] && PIP+=(--no-index --find-links "$WHEELS")
 
 install() {
-    if [[ $DEVICE == cpu ]]; then
+    if [[ $DEVICE != gpu ]]; then
         "${PIP[@]}" -e '.[test,embedded-mpi]' || return 1
     elif "$PY" -c "import cupy" 2>/dev/null; then
         # A CUDA image's own CuPy (e.g. cupy-cuda13x) stays: a second CuPy wheel would clash.
@@ -117,73 +129,73 @@ if reason is None:
 EOF
 }
 echo "== setup $(date -u +%T)"
-install || { echo "set-up failed: nothing else can run"; exit 1; }
+if [[ $DEVICE != gpu ]] && "$PY" -c 'import os, sys, mpi4py, pytest, mpibench
+sys.exit(not os.path.realpath(mpibench.__file__).startswith(os.getcwd()))' 2>/dev/null; then
+    echo "this checkout is installed already: nothing to install for a dry run"
+else
+    install || { echo "set-up failed: nothing else can run"; exit 1; }
+fi
 nvidia-smi -L 2>/dev/null || true
 MPIRUN=$(dirname "$PY")/mpirun
 [[ -x $MPIRUN ]] || MPIRUN=mpirun
 
 # ------------------------------------------------------------------ tests
-step tests 150 "$PY" -m pytest -q -p no:cacheprovider -rs --junitxml="$OUT/tests.xml" tests/test_kernels.py
+step tests 110 "$PY" -m pytest -q -p no:cacheprovider -rs --junitxml="$OUT/tests.xml" tests/test_kernels.py
 
 # ------------------------------------------------------------------ kernel throughput
 KERNEL_SIZES=1M,16M,64M,256M,1G
-[[ $DEVICE == cpu ]] && KERNEL_SIZES=1M,16M,64M
-step kernels 60 "$PY" benchmarks/kernels.py --device "$DEVICE" --sizes $KERNEL_SIZES --csv "$OUT/kernels.csv"
+[[ $DEVICE == gpu ]] || KERNEL_SIZES=1M,16M
+step kernels 45 "$PY" benchmarks/kernels.py --device "$DEVICE" --sizes $KERNEL_SIZES --csv "$OUT/kernels.csv"
 
-# ------------------------------------------------------------------ strategies on the device
+# ------------------------------------------------------------------ training and bench per policy
 WORK=$(mktemp -d)
+POLICIES=(staged)
+if [[ $DEVICE == cpu ]]; then
+    POLICIES=(host)
+elif [[ $DEVICE == emulated ]] || MPIBENCH_CUDA_AWARE= "$PY" -c 'import sys
+from mpibench.kernels.transfer import cuda_aware_mpi
+sys.exit(not cuda_aware_mpi()[0])'; then
+    POLICIES=(staged cuda-aware)
+else
+    echo "== cuda-aware: not run (the MPI library is not CUDA-aware; see the probe above)"
+fi
+((${#POLICIES[@]} > 1)) && SIZES=${GPU_CHECK_SIZES:-1M,16M,64M}  # two policies share the time
+[[ $DEVICE == gpu ]] || SIZES=${GPU_CHECK_SIZES:-4K,64K,1M}  # a dry run: the path, not the figures
 ITERATIONS=${GPU_CHECK_ITERATIONS:-10}
-for P in 1 2; do
-    limit=$((P == 1 ? 70 : 130))
+# The main job kills ranks: ULFM on, and respawned ranks' jobs recoverable.
+FT_FLAGS="--with-ft ulfm --prtemca state_base_recoverable 1"
+export MPIBENCH_NO_BENCH=1 MPIBENCH_SCENARIOS=none,kill-mid-reduction,kill-ps-server
+for POLICY in "${POLICIES[@]}"; do
+    export MPIBENCH_CUDA_AWARE=$([[ $POLICY == cuda-aware ]] && echo 1 || echo 0)
+    ENV_FLAGS="-x MPIBENCH_CUDA_AWARE -x MPIBENCH_NO_BENCH -x MPIBENCH_SCENARIOS"
     # shellcheck disable=SC2086 - the flags are words
-    step "bench-p$P" $limit "$MPIRUN" -n $P $MPIRUN_FLAGS "$PY" -m mpibench bench --device "$DEVICE" \
-        --sizes "$SIZES" --strategies ring,ps,native --iterations "$ITERATIONS" --warmup 2 --out "$WORK/p$P"
-    cp "$WORK/p$P/bench.csv" "$OUT/bench-p$P.csv" 2>/dev/null || true
+    step "main-$POLICY" 90 "$MPIRUN" -n 2 $MPIRUN_FLAGS $FT_FLAGS $ENV_FLAGS "$PY" -m mpibench \
+        --device "$DEVICE" --steps 5 --out "$WORK/main-$POLICY" > "$WORK/main-$POLICY.log" 2>&1
+    tail -n 14 "$WORK/main-$POLICY.log"
+    # shellcheck disable=SC2086
+    step "native-$POLICY" 25 "$MPIRUN" -n 2 $MPIRUN_FLAGS $ENV_FLAGS "$PY" -m mpibench run \
+        --strategy native --device "$DEVICE" --steps 5 --out "$WORK/native-$POLICY" > "$WORK/native-$POLICY.log" 2>&1
+    tail -n 4 "$WORK/native-$POLICY.log"
+    # shellcheck disable=SC2086
+    step "bench-$POLICY" 60 "$MPIRUN" -n 2 $MPIRUN_FLAGS $ENV_FLAGS "$PY" -m mpibench bench \
+        --device "$DEVICE" --sizes "$SIZES" --strategies ring,ps,native --iterations "$ITERATIONS" --warmup 2 \
+        --out "$WORK/bench-$POLICY" > "$WORK/bench-$POLICY.log" 2>&1
+    tail -n 16 "$WORK/bench-$POLICY.log"
 done
-# Short training runs on 2 ranks, ring and PS, through each transfer policy the MPI
-# library allows (staged always; CUDA-aware only where the probe says so). Each run.json
-# records the device and the transfer path; the summary line the transfer counts.
-AWARE=$("$PY" -c 'from mpibench.kernels.transfer import cuda_aware_mpi; print(int(cuda_aware_mpi()[0]))' 2>/dev/null || echo 0)
-POLICIES=0
-[[ $AWARE == 1 ]] && POLICIES="0 1"
-for POLICY in $POLICIES; do
-    for STRATEGY in ring ps; do
-        # shellcheck disable=SC2086
-        MPIBENCH_CUDA_AWARE=$POLICY step "run-p2-$STRATEGY-aware$POLICY" 40 "$MPIRUN" -n 2 $MPIRUN_FLAGS \
-            "$PY" -m mpibench run --strategy $STRATEGY --device "$DEVICE" --steps 6 --out "$WORK/run-$STRATEGY-$POLICY"
-        cp "$WORK/run-$STRATEGY-$POLICY/run.json" "$OUT/run-p2-$STRATEGY-aware$POLICY.json" 2>/dev/null || true
-    done
-done
-rm -rf "$WORK"
+unset MPIBENCH_CUDA_AWARE MPIBENCH_NO_BENCH MPIBENCH_SCENARIOS
+# The same strategies on host buffers, side by side: whether native's gap to the ring on the
+# device comes from MPI's own collective rather than from the staging copies.
+HOST_SIZE=64M
+[[ $DEVICE == gpu ]] || HOST_SIZE=1M
+# shellcheck disable=SC2086
+step host-ratios 40 "$MPIRUN" -n 2 $MPIRUN_FLAGS "$PY" benchmarks/sync_vs_native.py --sizes $HOST_SIZE \
+    --rounds 3 > "$WORK/host-ratios.log" 2>&1
+tail -n 8 "$WORK/host-ratios.log"
 
-# ------------------------------------------------------------------ summary
-"$PY" - "$OUT" <<'EOF' | tee "$OUT/summary.txt"
-import json, os, sys
-import pandas as pd
-out = sys.argv[1]
-path = os.path.join(out, "kernels.csv")
-if os.path.exists(path):
-    k = pd.read_csv(path)
-    big = k[k["bytes"] == k["bytes"].max()]
-    print(f"kernels at {big['bytes'].iloc[0] >> 20} MiB on {big['device'].iloc[0]}:")
-    for _, r in big.iterrows():
-        peak = f", {r['vs_peak']:.0%} of peak" if pd.notna(r["vs_peak"]) else ""
-        print(f"  {r['op']:<15} {r['gbps']:8.0f} GB/s ({r['vs_copy']:.2f}x copy{peak})")
-for p in (1, 2):
-    path = os.path.join(out, f"bench-p{p}.csv")
-    if not os.path.exists(path):
-        continue
-    b = pd.read_csv(path)
-    b = b[b["tag"] == "measured"] if "tag" in b else b
-    wide = b.pivot_table(index="bytes", columns="strategy", values="busbw_gbps" if p > 1 else "algbw_gbps")
-    print(f"bench p={p} ({'busbw' if p > 1 else 'algbw'} GB/s; errors {int(b['errors'].sum())}):")
-    print(wide.to_string(float_format=lambda v: f"{v:.2f}"))
-    if p > 1 and {"ring", "native"} <= set(wide.columns):
-        print("  ring / native:", " ".join(f"{(r / n):.2f}" for r, n in zip(wide["ring"], wide["native"])))
-import glob
-for path in sorted(glob.glob(os.path.join(out, "run-p2-*.json"))):
-    print(os.path.basename(path), "device:", json.dumps(json.load(open(path)).get("device"), sort_keys=True))
-EOF
+# ------------------------------------------------------------------ verdict and summary
+step summary 20 "$PY" jobs/gpu_check_summary.py "$OUT" "$WORK" > "$OUT/summary.txt"
+cat "$OUT/summary.txt"
+tar -czf "$OUT/details.tar.gz" -C "$WORK" . && rm -rf "$WORK"
 
 if ((${#FAILED[@]})); then
     echo "gpu-check: FAILED steps: ${FAILED[*]}"

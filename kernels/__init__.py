@@ -5,10 +5,17 @@ memory with CuPy) and the fused operations on them. Strategies call only
 these operations, so the same strategy code runs on either. How MPI moves a
 device buffer (directly, or staged through pinned host memory) is the
 back-end's ``transfer`` policy, applied by the communicator.
+
+Device back-ends share one implementation (:mod:`.device_backend`) over a
+small runtime: CuPy's on a GPU, or the strict emulated device
+(:mod:`.emulated`, ``--device emulated``) on which CI runs the device path and
+every implicit host/device crossing raises.
 """
-from .backend import Backend, DeviceUnavailable, select_backend
+from .backend import DEVICES, Backend, DeviceUnavailable, select_backend
+from .counts import TransferCounts, transfer_counts
+from .emulated import CrossingError
 from .numpy_backend import NumpyBackend
 from .transfer import Transfer, process_transfer
 
-__all__ = ["Backend", "DeviceUnavailable", "NumpyBackend", "Transfer", "process_transfer",
-           "select_backend"]
+__all__ = ["DEVICES", "Backend", "CrossingError", "DeviceUnavailable", "NumpyBackend", "Transfer",
+           "TransferCounts", "process_transfer", "select_backend", "transfer_counts"]

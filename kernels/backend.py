@@ -7,7 +7,7 @@ import numpy as np
 
 from mpibench.config import UsageError
 
-DEVICES = ("cpu", "gpu", "auto")
+DEVICES = ("cpu", "gpu", "auto", "emulated")
 
 
 class DeviceUnavailable(UsageError, RuntimeError):
@@ -30,6 +30,15 @@ class Backend(Protocol):
 
     def from_host(self, array: np.ndarray): ...
 
+    def load(self, dst, src) -> None:
+        """Copy ``src`` (a host array or one of this back-end's) into the buffer ``dst``."""
+
+    def download(self, src, dst: np.ndarray) -> None:
+        """Copy the buffer ``src`` into the existing host array ``dst`` (blocking)."""
+
+    def counters(self) -> dict | None:
+        """Host/device copies and MPI hand-overs so far; ``None`` for host memory."""
+
     def accumulate(self, dst, src) -> None:
         """``dst += src`` in place (a received segment into the local one)."""
 
@@ -46,26 +55,30 @@ class Backend(Protocol):
 
 
 def select_backend(device: str = "cpu") -> Backend:
-    """The back-end for ``--device cpu|gpu|auto``, with ``info`` saying what was chosen and why.
+    """The back-end for ``--device cpu|gpu|auto|emulated``, with ``info`` saying what was chosen and why.
 
     ``auto`` takes the GPU only when CuPy imports and a device is visible, and
     records the reason when it does not. ``gpu`` without one raises
-    :class:`DeviceUnavailable`: never a silent fallback.
+    :class:`DeviceUnavailable`: never a silent fallback. ``emulated`` is the
+    strict stand-in for a GPU (:mod:`.emulated`): the device code path on host
+    memory, every implicit host/device crossing an error.
     """
     from .numpy_backend import NumpyBackend
 
     if device not in DEVICES:
-        raise UsageError(f"unknown device {device!r} (cpu, gpu or auto)")
+        raise UsageError(f"unknown device {device!r} (cpu, gpu, auto or emulated)")
+    if device == "emulated":
+        from .device_backend import DeviceBackend
+        from .emulated import process_runtime
+
+        return DeviceBackend(process_runtime(), "emulated")
     reason = None
     if device != "cpu":
         from .cupy_backend import CupyBackend, gpu_available
 
         reason = gpu_available()
         if reason is None:
-            backend = CupyBackend()
-            backend.info = {"requested": device, "backend": backend.name, "fallback": None,
-                            "transfer": backend.transfer.device_path, **backend.describe()}
-            return backend
+            return CupyBackend(requested=device)
         if device == "gpu":
             raise DeviceUnavailable(f"--device gpu: {reason}")
     backend = NumpyBackend()

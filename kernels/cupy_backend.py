@@ -1,38 +1,34 @@
-"""Device back-end: the step buffer lives in GPU memory and is reduced by fused CuPy kernels.
+"""The CuPy runtime: device memory, streams, copies and fused kernels on a real GPU.
 
-Where things live. The model is small and computes on the host in NumPy (the
-float64 reference route stays on the CPU too), so with this back-end only the
-synchronisation runs on the device: ``pack`` copies the host gradient sum and
-the sample count into the device step buffer, the strategy reduces that buffer
-on the device (received segments are accumulated by a kernel; MPI moves device
-buffers as :mod:`.transfer` decides), and ``apply_update`` applies the mean
-update. Host parameters are mirrored for the update: uploaded, updated by the
-kernel, downloaded. Parameters already on the device are updated in place.
+This is the thin, GPU-only layer under :class:`.device_backend.DeviceBackend`
+(which holds the logic of where buffers live and when they cross); the
+emulated runtime in :mod:`.emulated` has the same methods, so CI runs that
+logic without a GPU.
 
 One pass each. Every hot-path operation is one kernel launch that reads and
 writes each element once:
 
 - ``accumulate``: ``dst += src`` (a received segment into the local one);
-- ``apply_update``: ``param -= (grad / count) * lr``, with ``count`` read from
+- ``apply``: ``param -= (grad / count) * lr``, with ``count`` read from
   device memory (the last slot of the reduced buffer, so no host round trip),
   and a zero count leaving the parameters untouched;
 - ``pack``: ``buf[i] = grad[i]`` for ``i < n`` and ``buf[n] = count``, for a
-  gradient already on the device; a host gradient is packed into a pinned
-  staging buffer and copied up in one transfer.
+  gradient already on the device.
 
 Same bits as NumPy. The kernels are compiled with ``--fmad=false``: no
 multiply-add contraction, so each operation rounds once, exactly as NumPy's
-float32 ``divide``, ``multiply`` and ``subtract`` do. The two back-ends then
-give bitwise-identical results, and the tests compare them with ``==``.
+float32 ``divide``, ``multiply`` and ``subtract`` do. The back-ends then give
+bitwise-identical results, and the tests compare them with ``==``.
 """
 from __future__ import annotations
 
 import functools
 import os
+from collections import Counter
 
 import numpy as np
 
-from .transfer import process_transfer
+from .device_backend import DeviceBackend
 
 try:
     import cupy
@@ -97,8 +93,8 @@ def kernels() -> _Kernels:
     return _Kernels()
 
 
-class CupyBackend:
-    """Buffers in device memory; the fused kernels above on the hot path."""
+class CupyRuntime:
+    """Device memory and the current stream of one GPU, with every host/device copy counted."""
 
     name = "cupy"
 
@@ -110,81 +106,74 @@ class CupyBackend:
         # Ranks sharing a host spread over its devices; several ranks may share one.
         self.device_id = local_rank() % count if device_id is None else device_id
         cupy.cuda.Device(self.device_id).use()
-        self.transfer = process_transfer()
         self.k = kernels()
-        self._staging: dict[int, tuple[np.ndarray, object]] = {}  # length -> (pinned, event)
-        self._mirror = None  # device copy of host parameters for the update
+        self.copies = Counter()  # h2d, h2d_bytes, d2h, d2h_bytes, sync
+
+    def is_device(self, x) -> bool:
+        return isinstance(x, cupy.ndarray)
 
     # -- allocation
     def empty(self, length: int, dtype=np.float32):
-        buf = cupy.empty(length, dtype=dtype)
-        self.transfer.reserve(buf.nbytes)
-        return buf
+        return cupy.empty(length, dtype=dtype)
 
     def zeros(self, length: int, dtype=np.float32):
-        buf = cupy.zeros(length, dtype=dtype)
-        self.transfer.reserve(buf.nbytes)
-        return buf
+        return cupy.zeros(length, dtype=dtype)
 
+    def pinned_empty(self, length: int, dtype=np.uint8) -> np.ndarray:
+        import cupyx
+
+        return cupyx.empty_pinned(length, dtype=dtype)
+
+    # -- the stream
+    def synchronize(self) -> None:
+        self.copies["sync"] += 1
+        cupy.cuda.get_current_stream().synchronize()
+
+    def record(self):
+        return cupy.cuda.get_current_stream().record()
+
+    # -- copies
     def to_host(self, array) -> np.ndarray:
+        self._count("d2h", array.nbytes)
         return cupy.asnumpy(array)
 
     def from_host(self, array: np.ndarray):
+        self._count("h2d", array.nbytes)
         return cupy.asarray(array)
 
-    # -- the hot path
+    def upload(self, dst, host: np.ndarray) -> None:
+        """Host to an existing device buffer, on the current stream (asynchronous from pinned memory)."""
+        self._count("h2d", host.nbytes)
+        dst.set(host, stream=cupy.cuda.get_current_stream())
+
+    def download(self, src, host: np.ndarray, blocking: bool = True) -> None:
+        self._count("d2h", src.nbytes)
+        src.get(out=host, stream=cupy.cuda.get_current_stream(), blocking=blocking)
+
+    def _count(self, kind: str, nbytes: int) -> None:
+        self.copies[kind] += 1
+        self.copies[kind + "_bytes"] += int(nbytes)
+
+    # -- what MPI may see
+    def mpi_handle(self, buf):
+        return buf  # a CUDA-aware MPI reads the device pointer itself
+
+    def host_ready(self, host: np.ndarray, writing: bool) -> None:
+        pass  # the stream was synchronised by the transfer policy; nothing to check on a GPU
+
+    # -- kernels
     def accumulate(self, dst, src) -> None:
         self.k.accumulate(src, dst)
 
-    def pack(self, buf, grad_sum, count: int) -> None:
-        n = len(buf) - 1
-        if isinstance(grad_sum, cupy.ndarray):
-            self.k.pack(grad_sum, np.int64(n), buf.dtype.type(count), buf)
-            return
-        staging, copied = self._staging_for(len(buf), buf.dtype)
-        if copied is not None:
-            copied.synchronize()  # the previous step's upload has finished reading it
-        staging[:-1] = grad_sum
-        staging[-1] = count
-        stream = cupy.cuda.get_current_stream()
-        buf.set(staging, stream=stream)
-        self._staging[len(buf)] = (staging, stream.record())
+    def pack(self, buf, grad, count) -> None:
+        self.k.pack(grad, np.int64(len(buf) - 1), buf.dtype.type(count), buf)
 
-    def apply_update(self, params, grad_sum, count, lr: float) -> None:
-        """``params -= lr * grad_sum / count`` in one pass; no update when ``count`` is 0."""
-        if isinstance(params, cupy.ndarray):
-            self._apply_on_device(params, grad_sum, count, lr)
-            return
-        target = self._mirror_of(params)
-        self._apply_on_device(target, grad_sum, count, lr)
-        target.get(out=params)  # blocking: the host parameters are current on return
-
-    def synchronize(self) -> None:
-        cupy.cuda.get_current_stream().synchronize()
-
-    # -- helpers
-    def _apply_on_device(self, params, grad_sum, count, lr) -> None:
+    def apply(self, params, grad, count, lr: float) -> None:
         lr_t = params.dtype.type(lr)
         if isinstance(count, cupy.ndarray):
-            self.k.apply_device_count(grad_sum, count.reshape(1), lr_t, params)
-            return
-        if count == 0:
-            return  # nothing contributed: no update
-        self.k.apply_host_count(grad_sum, params.dtype.type(count), lr_t, params)
-
-    def _mirror_of(self, params: np.ndarray):
-        if self._mirror is None or len(self._mirror) < len(params) or self._mirror.dtype != params.dtype:
-            self._mirror = cupy.empty(len(params), dtype=params.dtype)
-        target = self._mirror[:len(params)]
-        target.set(np.ascontiguousarray(params))
-        return target
-
-    def _staging_for(self, length: int, dtype):
-        if length not in self._staging:
-            import cupyx
-
-            self._staging[length] = (cupyx.empty_pinned(length, dtype=dtype), None)
-        return self._staging[length]
+            self.k.apply_device_count(grad, count.reshape(1), lr_t, params)
+        else:
+            self.k.apply_host_count(grad, params.dtype.type(count), lr_t, params)
 
     def describe(self) -> dict:
         props = cupy.cuda.runtime.getDeviceProperties(self.device_id)
@@ -193,5 +182,9 @@ class CupyBackend:
                 "device_name": name.decode() if isinstance(name, bytes) else str(name),
                 "device_memory_bytes": int(props.get("totalGlobalMem", 0)),
                 "cupy": cupy.__version__,
-                "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
-                **self.transfer.describe()}
+                "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion()}
+
+
+def CupyBackend(device_id: int | None = None, requested: str = "gpu") -> DeviceBackend:
+    """The device back-end on this process's GPU."""
+    return DeviceBackend(CupyRuntime(device_id), requested)

@@ -33,6 +33,15 @@ class NumpyBackend:
     def from_host(self, array: np.ndarray) -> np.ndarray:
         return array
 
+    def load(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src)
+
+    def download(self, src: np.ndarray, dst: np.ndarray) -> None:
+        np.copyto(dst, src)
+
+    def counters(self) -> None:
+        return None  # host memory: nothing crosses
+
     def accumulate(self, dst: np.ndarray, src: np.ndarray) -> None:
         np.add(dst, src, out=dst)
 

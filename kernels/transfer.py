@@ -24,6 +24,13 @@ into the run's summary line.
 
 A transfer hands the communicator the buffer MPI should use and a ``done``
 callable (or ``None``) to run once the MPI request has completed.
+
+The device itself is reached through the back-end's runtime (``attach``): the
+CuPy runtime on a GPU, or the strict emulated one (:mod:`.emulated`), which
+raises when MPI would read a device buffer with work still queued on it, or a
+staging buffer a copy has not finished with. ``counts`` tallies the device
+buffers handed to MPI: ``out``/``out_bytes`` for MPI to read, ``in``/``in_bytes``
+for MPI to write, whichever path.
 """
 from __future__ import annotations
 
@@ -41,11 +48,14 @@ OVERRIDE_ENV = "MPIBENCH_CUDA_AWARE"
 Done = Callable[[], None] | None
 
 
-def is_device(buf) -> bool:
-    """True for a GPU array (it exposes the CUDA array interface)."""
-    if isinstance(buf, (list, tuple)) and buf and hasattr(buf[0], "__cuda_array_interface__"):
+def is_device(buf, device=None) -> bool:
+    """True for a device array: one of ``device``'s, or any exposing the CUDA array interface."""
+    if isinstance(buf, (list, tuple)) and buf and (
+            hasattr(buf[0], "__cuda_array_interface__") or (device is not None and device.is_device(buf[0]))):
         # A [buffer, datatype] spec would hide the device pointer from the staging logic.
         raise TypeError("pass device buffers to the communicator as arrays, not as [buffer, type] specs")
+    if device is not None and device.is_device(buf):
+        return True
     return hasattr(buf, "__cuda_array_interface__")
 
 
@@ -93,9 +103,10 @@ class PinnedPool:
 
     ALIGN_BYTES = 4096
 
-    def __init__(self):
+    def __init__(self, allocate=None):
         self._free: list[np.ndarray] = []  # uint8 arrays in pinned memory
         self.allocated_bytes = 0
+        self._allocate_pinned = allocate  # (length, dtype) -> page-locked host array
 
     def reserve(self, nbytes: int, copies: int = 2) -> None:
         """Make sure ``copies`` free buffers of at least ``nbytes`` exist (allocate now, not mid-step)."""
@@ -114,22 +125,35 @@ class PinnedPool:
         self._free.append(buf)
 
     def _allocate(self, nbytes: int) -> np.ndarray:
-        import cupyx
-
         size = max(self.ALIGN_BYTES, -(-nbytes // self.ALIGN_BYTES) * self.ALIGN_BYTES)
+        if self._allocate_pinned is None:
+            import cupyx
+
+            buf = cupyx.empty_pinned(size, dtype=np.uint8)
+        else:
+            buf = self._allocate_pinned(size, np.uint8)
         self.allocated_bytes += size
-        return cupyx.empty_pinned(size, dtype=np.uint8)
+        return buf
 
 
 # ----------------------------------------------------------------------------- the policy
 class Transfer:
     """Hands buffers to MPI: host ones as they are, device ones by ``device_path``."""
 
-    def __init__(self, device_path: str | None = None, probe: str = ""):
+    def __init__(self, device_path: str | None = None, probe: str = "", device=None):
         self._device_path = device_path
         self._probe = probe
+        self.device = None  # the runtime of the device back-end in use (see attach)
         self.pool = PinnedPool()
         self.moved = Counter()  # path -> device buffers handed to MPI that way
+        self.counts = Counter()  # out, out_bytes, in, in_bytes: device buffers MPI read / wrote
+        if device is not None:
+            self.attach(device)
+
+    def attach(self, device) -> None:
+        """Move device buffers with ``device`` (a runtime: CuPy's or the emulated one)."""
+        self.device = device
+        self.pool._allocate_pinned = device.pinned_empty
 
     @property
     def device_path(self) -> str:
@@ -151,55 +175,68 @@ class Transfer:
 
     # -- the three directions. Each returns (what MPI gets, what to run after completion).
     def outgoing(self, buf):
-        if not is_device(buf):
+        if not is_device(buf, self.device):
+            self._host_ready(buf, writing=False)
             return buf, None
+        self._count("out", buf)
         return self._outgoing_device(buf)
 
     def incoming(self, buf):
-        if not is_device(buf):
+        if not is_device(buf, self.device):
+            self._host_ready(buf, writing=True)
             return buf, None
+        self._count("in", buf)
         return self._incoming_device(buf, copy_in=False)
 
     def both(self, buf):
         """A buffer MPI reads and then overwrites (``Bcast``)."""
-        if not is_device(buf):
+        if not is_device(buf, self.device):
+            self._host_ready(buf, writing=True)
             return buf, None
+        self._count("out", buf)
+        self._count("in", buf)
         return self._incoming_device(buf, copy_in=True)
 
-    def _outgoing_device(self, buf):
-        import cupy
+    def _count(self, direction: str, buf) -> None:
+        self.counts[direction] += 1
+        self.counts[direction + "_bytes"] += int(buf.nbytes)
 
+    def _host_ready(self, host, writing: bool) -> None:
+        if self.device is not None and isinstance(host, np.ndarray):
+            self.device.host_ready(host, writing)
+
+    def _outgoing_device(self, buf):
+        device = self.device
         if self.device_path == CUDA_AWARE:
             self.moved[CUDA_AWARE] += 1
-            cupy.cuda.get_current_stream().synchronize()
-            return buf, None
+            device.synchronize()  # MPI must never read a buffer a kernel is still writing
+            return device.mpi_handle(buf), None
         self.moved[STAGED] += 1
         pinned = self.pool.take(buf.nbytes)
         host = _view(pinned, buf)
-        stream = cupy.cuda.get_current_stream()
-        buf.get(out=host, stream=stream, blocking=False)
-        stream.synchronize()  # MPI reads ``host`` as soon as the call is made
+        device.download(buf, host, blocking=False)
+        device.synchronize()  # MPI reads ``host`` as soon as the call is made
+        self._host_ready(host, writing=False)
         return host, lambda: self.pool.give(pinned)
 
     def _incoming_device(self, buf, copy_in: bool):
-        import cupy
-
-        stream = cupy.cuda.get_current_stream()
+        device = self.device
         if self.device_path == CUDA_AWARE:
             self.moved[CUDA_AWARE] += 1
-            stream.synchronize()  # no kernel may still read the buffer MPI is about to write
-            return buf, None
+            device.synchronize()  # no kernel may still read the buffer MPI is about to write
+            return device.mpi_handle(buf), None
         self.moved[STAGED] += 1
         pinned = self.pool.take(buf.nbytes)
         host = _view(pinned, buf)
         if copy_in:
-            buf.get(out=host, stream=stream, blocking=False)
-            stream.synchronize()
+            device.download(buf, host, blocking=False)
+            device.synchronize()
+        self._host_ready(host, writing=True)
 
         def land():
-            buf.set(host, stream=stream)
+            device.upload(buf, host)
             # The pinned buffer is free again only once the copy has read it.
-            stream.synchronize()
+            device.synchronize()
             self.pool.give(pinned)
 
         return host, land

@@ -75,8 +75,9 @@ def run_options(func):
                      show_default=True, help="after a killed rank: continue smaller, or spawn a replacement"),
         click.option("--check-every", type=int, default=d.check_every, show_default=True,
                      help="check the six invariants every K steps"),
-        click.option("--device", type=click.Choice(["cpu", "gpu", "auto"]), default=d.device,
-                     show_default=True, help="where gradient buffers live and are reduced"),
+        click.option("--device", type=click.Choice(["cpu", "gpu", "auto", "emulated"]), default=d.device,
+                     show_default=True, help="where gradient buffers live and are reduced (emulated: "
+                     "the GPU code path on host memory, every implicit host/device crossing an error)"),
         click.option("--samples", type=int, default=d.samples, show_default=True, help="data set size"),
         click.option("--features", type=int, default=d.features, show_default=True, help="input features"),
         click.option("--hidden", type=int, default=d.hidden, show_default=True, help="hidden units of the MLP"),
@@ -184,8 +185,8 @@ def run(strategy, scenario, mutant, **kw):
 @click.option("--bucket-bytes", default="1M", show_default=True, help="ring all-reduce bucket cap")
 @click.option("--ps-shards", type=int, default=0, show_default=True,
               help="parameter-server shards (0: one per rank)")
-@click.option("--device", type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
-              help="where the buffers live and are reduced")
+@click.option("--device", type=click.Choice(["cpu", "gpu", "auto", "emulated"]), default="cpu",
+              show_default=True, help="where the buffers live and are reduced (emulated: see run --help)")
 @click.option("--out", type=click.Path(file_okay=False), default="mpibench-out", show_default=True,
               help="output folder for bench.csv")
 def bench(sizes, strategies, iterations, warmup, seed, bucket_bytes, ps_shards, device, out):

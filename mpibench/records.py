@@ -21,6 +21,10 @@ INVARIANT_COLUMNS = ["scenario", "strategy", "step", "invariant", "passed", "det
 FAULT_COLUMNS = ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"]
 BENCH_COLUMNS = ["strategy", "ranks", "bytes", "iterations", "time_min_s", "time_avg_s",
                  "time_max_s", "algbw_gbps", "busbw_gbps", "errors", "tag"]
+# Device back-ends only: the recording worker's host/device copies and MPI hand-overs per step
+# (see mpibench.kernels.counts).
+TRANSFER_COLUMNS = ["scenario", "strategy", "step", "worker", "policy", "h2d", "h2d_bytes", "d2h",
+                    "d2h_bytes", "mpi_out", "mpi_out_bytes", "mpi_in", "mpi_in_bytes", "syncs"]
 SWEEP_COLUMNS = ["case", "seed", "workers", "strategy", "recovery", "faults", "steps", "checks",
                  "violations", "first_violation", "replay"]
 
@@ -77,19 +81,36 @@ class NullLog:
         pass
 
 
+class LazyCsvLog:
+    """A CsvLog whose file is created by its first row (files that only some runs have)."""
+
+    def __init__(self, path: str, columns: list[str], append: bool = False):
+        self._args, self._log = (path, columns, append), None
+
+    def write(self, row: dict) -> None:
+        if self._log is None:
+            self._log = CsvLog(*self._args)
+        self._log.write(row)
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+
 class RunRecords:
     """The record files of one output folder (only rank 0 of a job holds real ones)."""
 
     def __init__(self, out_dir: str | None, append: bool = False):
         self.out_dir = out_dir
         if out_dir is None:
-            self.steps = self.invariants = self.faults = NullLog()
+            self.steps = self.invariants = self.faults = self.transfers = NullLog()
             return
         os.makedirs(out_dir, exist_ok=True)
         self.steps = CsvLog(os.path.join(out_dir, "steps.csv"), STEP_COLUMNS, append)
         self.invariants = CsvLog(os.path.join(out_dir, "invariants.csv"), INVARIANT_COLUMNS, append)
         self.faults = CsvLog(os.path.join(out_dir, "faults.csv"), FAULT_COLUMNS, append)
+        self.transfers = LazyCsvLog(os.path.join(out_dir, "transfers.csv"), TRANSFER_COLUMNS, append)
 
     def close(self) -> None:
-        for log in (self.steps, self.invariants, self.faults):
+        for log in (self.steps, self.invariants, self.faults, self.transfers):
             log.close()

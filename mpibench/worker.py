@@ -23,6 +23,7 @@ from .comm import Comm, CommError, translate
 from .config import RunConfig, replay_command
 from .data import Cursor, Dataset, ShardWalker
 from .invariants import Batch, Checker, StepEvidence, Verdict
+from mpibench.kernels.counts import transfer_counts
 from .model import MLP, Shapes, init_params
 from .records import RunRecords, ranks_text
 from .sync import SyncStrategy, make_strategy
@@ -60,6 +61,7 @@ class StepOutcome:
     consumed: bool = True  # this worker's batch was used up (its cursor moved on)
     effective_batch: int = 0
     parts: list | None = None  # every member's evidence, on the checking rank
+    transfers: object = None  # this worker's host/device copies in the step (device back-ends)
 
 
 def digest(params: np.ndarray) -> str:
@@ -235,6 +237,7 @@ class Trainer:
         else:
             (indices, after), consumed = self.walker.batch(cursor), True
         reduction, loss_rows, effective_batch, sync_s = None, None, 0, 0.0
+        transfers_before = transfer_counts(self.backend)
         if role == "contribute":
             grad_sum, count, losses = self.model.loss_and_grad_sum(
                 self.params, self.dataset.features[indices], self.dataset.labels[indices])
@@ -254,6 +257,8 @@ class Trainer:
         self.cursor = after
         outcome = StepOutcome(step, reduction, indices, cursor, loss_rows, excluded, consumed,
                               effective_batch)
+        if transfers_before is not None:
+            outcome.transfers = transfer_counts(self.backend) - transfers_before
         # Gathered before the commit decision: a fast rank that dies early in the next step
         # cannot break it (nobody leaves the commit agreement before everyone has gathered).
         outcome.parts = self._collect(outcome)
@@ -315,6 +320,11 @@ class Trainer:
             "step_time_s": step_s, "sync_time_s": sync_s, "check_time_s": check_s})
         for verdict in verdicts:
             self._note_verdict(outcome.step, verdict)
+        transfers_log = getattr(self.records, "transfers", None)
+        if outcome.transfers is not None and transfers_log is not None:
+            transfers_log.write({"scenario": c.scenario, "strategy": c.strategy, "step": outcome.step,
+                                 "worker": self.comm.worker_id, "policy": self.backend.transfer.device_path,
+                                 **outcome.transfers.as_row()})
 
     def _note_verdict(self, step: int, verdict: Verdict) -> None:
         c = self.config

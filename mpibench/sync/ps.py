@@ -16,8 +16,10 @@ does not depend on which rank serves), divides once by the total count and
 applies the update to its slice; every worker pulls ``[new slice..., total
 count]`` and the pulled slices are put into its parameters with
 ``aggregate.place_pieces`` (nothing written unless they cover the vector
-exactly). Every worker therefore receives the very bits the server computed,
-so the applied update is bitwise identical everywhere.
+exactly; on a device back-end the pulled buffer is first downloaded to the
+host in one copy, and the server's slice uploaded with ``backend.load``).
+Every worker therefore receives the very bits the server computed, so the
+applied update is bitwise identical everywhere.
 
 For a plain sum (``reduce``, what the benchmarks time) the shard plan is
 checked against the same contract once per buffer and the pulled sums are
@@ -78,8 +80,11 @@ class ParameterServer(SyncStrategy):
         push_views = [self.push[s:s + n] for s, n in zip(starts, slots)]
         pull_views = [self.pull[s:s + n] for s, n in zip(starts, slots)]
         self.step = _Exchange(plan, comm, backend, push_views, pull_views)
-        # The pulled slices, without their count slot, as placement pieces for the parameters.
-        self.placed = [(o, v[:w]) for (o, w), v in zip(self.step.pieces, pull_views)]
+        # The parameters live in host memory: the pulled buffer is copied there once per
+        # step (a download on a device back-end), and its slices, without their count
+        # slots, are the placement pieces.
+        self._pulled = np.empty(sum(slots), dtype=np.float32)
+        self.placed = [(o, self._pulled[s:s + w]) for (o, w), s in zip(self.step.pieces, starts)]
         self._sum: _Exchange | None = None
         self._sum_buf = None
 
@@ -92,11 +97,13 @@ class ParameterServer(SyncStrategy):
         def serve(k: int, total) -> None:
             offset, width = ex.pieces[k]
             out = ex.pull_views[k]
-            out[:width] = params[offset:offset + width]  # the server's slice, from its own replica
+            # The server's slice, from its own (host) replica: an upload on a device back-end.
+            self.backend.load(out[:width], params[offset:offset + width])
             out[width:] = total[width:]  # the total count travels back with the slice
             self.backend.apply_update(out[:width], total[:width], total[width], lr)
 
         self._exchange(ex, serve)
+        self.backend.download(self.pull, self._pulled)
         # Pieces that do not cover the parameters exactly are not written at all: the
         # parameters stay as they were and the coverage invariant names the pieces.
         place_pieces(params, self.placed)

@@ -1,12 +1,12 @@
 """MPI-side driver: ring, PS and native on one back-end, checked in one launch.
 
-Run as ``mpirun -n W python tests/drivers/backend_reduce.py --device cpu|gpu``.
+Run as ``mpirun -n W python tests/drivers/backend_reduce.py --device cpu|gpu|emulated``.
 Every case reduces seeded per-rank vectors (lengths 0, 1, p + 1, 1000 and
 50 003; a small and a large bucket cap) and runs a whole ``synchronize`` step
 with uneven counts, including zero-count workers, on buffers of the chosen
 back-end. Each result must match the float64 sum within float32 rounding and
-be bitwise identical across ranks. On ``--device gpu`` each case is also run
-on the NumPy back-end, and the two must agree bit for bit: same summation
+be bitwise identical across ranks. On ``--device gpu`` and ``emulated`` each
+case is also run on the NumPy back-end, and the two must agree bit for bit: same summation
 order, kernels that round like NumPy, MPI given host or staged copies of the
 same values. Prints ``OK <cases>`` on rank 0; a failure aborts the job.
 """
@@ -101,7 +101,7 @@ def run_cases(comm: Comm, backend, twin) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--device", choices=["cpu", "gpu", "emulated"], default="cpu")
     args = parser.parse_args()
     backend = select_backend(args.device)
     twin = NumpyBackend() if backend.name != "numpy" else None
