@@ -262,6 +262,37 @@ def calibrate(world: MPI.Comm, config, batches=()) -> Calibration:
         how=HOW, ping_pong=[list(p) for p in pings], ping_pong_step=[list(p) for p in step_pings])
 
 
+def calibrate_collectives(world: MPI.Comm) -> Calibration:
+    """The figures a collective benchmark's model needs, and nothing else (collective).
+
+    Ping-pong (alpha, beta), reduction throughput (gamma) and the one-rank
+    call overhead; the compute figures stay zero, since ``bench`` models no
+    training step. Takes about a second."""
+    from mpibench.runinfo import this_host
+
+    load = HostLoad(world)
+    pings = ping_pong(world)
+    local = None
+    if world.Get_rank() == 0:
+        local = (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
+                 call_overhead_s(1024))
+    idle_until_released(world)
+    gamma_cache, gamma_memory, overhead = world.bcast(local, root=0)
+    hosts = world.allgather(this_host())
+    alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
+    how = {k: v for k, v in HOW.items() if k in ("alpha_s", "beta_s_per_byte", "gamma_cache_s_per_byte",
+                                                 "gamma_memory_s_per_byte", "cores", "ranks_on_host",
+                                                 "other_load_cores")}
+    how["call_overhead_s"] = ("median time of one Allreduce of 1024 float32 on a one-rank communicator "
+                              "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0")
+    return Calibration(
+        alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
+        gamma_memory_s_per_byte=gamma_memory, compute_fixed_s=0.0, compute_per_sample_s=0.0,
+        call_overhead_s=overhead, cores=cores_available(), ranks_on_host=hosts.count(hosts[0]),
+        ranks=world.Get_size(), other_load_cores=load.other_cores(), how=how,
+        ping_pong=[list(p) for p in pings])
+
+
 HOW = {
     "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.comm.Comm send/recv, other ranks asleep) over "
                + ", ".join(str(s) for s in PING_SIZES_BYTES) + " bytes; median half round trip per size; "

@@ -84,7 +84,7 @@ def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict
     if strategy == "ps":
         shards = options.get("ps_shards") or p  # 0: one shard per member
         return ps_s(cal, p, nbytes, shards)
-    if strategy == "native":
+    if strategy in ("native", "blocking", "c_floor"):  # MPI's own allreduce, however it is called
         return native_s(cal, p, nbytes)
     raise ValueError(f"no cost model for strategy {strategy!r}")
 
