@@ -24,7 +24,11 @@ SOURCE = Path(__file__).with_name("c_floor.c")
 
 
 def find_mpicc() -> str | None:
-    """The MPI's compiler wrapper: next to this Python (the PyPI Open MPI), else on PATH."""
+    """The MPI's compiler wrapper: ``$MPIBENCH_MPICC``, else next to this Python (the PyPI
+    Open MPI), else on PATH."""
+    chosen = os.environ.get("MPIBENCH_MPICC")
+    if chosen:
+        return chosen
     beside = Path(sys.executable).parent / "mpicc"
     if beside.exists():
         return str(beside)

@@ -94,7 +94,8 @@ def _open_log(world: MPI.Comm, out_dir: str | None, append: bool):
     return CsvLog(os.path.join(out_dir, "bench.csv"), BENCH_COLUMNS, append)
 
 
-def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> list[dict]:
+def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> tuple[list, dict]:
+    """Time every candidate at one size: (candidate names and placements, name -> Spread)."""
     count = n_bytes // plan.itemsize
     expected = Expected(plan.seed, comm.rank, comm.size, count, DTYPES[plan.dtype])
     candidates = [BlockingAllreduce(comm.mpi, expected, plan.in_place)]
@@ -111,9 +112,14 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> list
     finally:
         for c in candidates:
             c.close()
+    return [(c.name, c.in_place) for c in candidates], spreads
+
+
+def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> list[dict]:
+    names, spreads = measure_size(comm, plan, floor, backend, n_bytes)
     base = spreads[BLOCKING]
-    return [measured_row(c.name, comm.size, n_bytes, plan.dtype, c.in_place, plan.warmup, plan.iterations,
-                         plan.rounds, spreads[c.name], ratio_to(base, spreads[c.name])) for c in candidates]
+    return [measured_row(name, comm.size, n_bytes, plan.dtype, in_place, plan.warmup, plan.iterations,
+                         plan.rounds, spreads[name], ratio_to(base, spreads[name])) for name, in_place in names]
 
 
 def _model(world: MPI.Comm, cal, plan: BenchPlan, measured: list[dict], log, out_dir) -> list[dict]:
