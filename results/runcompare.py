@@ -47,6 +47,7 @@ def read_measured(path: str) -> pd.DataFrame:
         if column not in frame.columns:
             frame[column] = value
     frame = frame[frame.tag == "measured"].copy()
+    frame["in_place"] = frame.in_place.str.lower()  # "true" as written, "True" after a pandas round trip
     for column in ("ranks", "bytes", "time_max_s"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
     if frame.empty or frame[["ranks", "bytes", "time_max_s"]].isna().any().any():
