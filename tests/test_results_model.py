@@ -228,3 +228,10 @@ def test_a_part_replaces_unexplained_in_the_verdict():
     parts = [("local_work", "local work 2 ms measured against 1 ms calibrated on one rank (+100%)")]
     row = judge(cal, "ring", 1, 4096, 2e-3, 1e-3, 1.0, {}, parts=parts)
     assert row["cause_codes"] == "local_work" and "calibrated on one rank" in row["cause"]
+
+
+def test_the_one_rank_step_is_looked_up_under_the_points_strategy():
+    cal = calibration(one_rank_step_s={"128": 6e-4}, one_rank_step_by_strategy_s={"ps:128": 7e-4, "ring:128": 5e-4})
+    assert costmodel.step_s(cal, "ps", 1, 128, 76844) == pytest.approx(7e-4)
+    assert costmodel.step_s(cal, "ring", 1, 128, 76844) == pytest.approx(5e-4)
+    assert costmodel.step_s(cal, "native", 1, 128, 76844) == pytest.approx(6e-4)  # the median over strategies
