@@ -170,7 +170,8 @@ def modelled_bench_rows(cal: Calibration, bench: pd.DataFrame, options: dict) ->
     keys = ["strategy", "ranks", "bytes"]
     have = set(map(tuple, bench[bench.tag == "modelled"][keys].itertuples(index=False)))
     rows = []
-    for strategy, ranks, nbytes in bench[bench.tag == "measured"][keys].drop_duplicates().itertuples(index=False):
+    measured = bench[bench.tag == "measured"].drop_duplicates(keys, keep="last")
+    for strategy, ranks, nbytes, measured_s in measured[keys + ["time_max_s"]].itertuples(index=False):
         if (strategy, ranks, nbytes) in have:
             continue
         try:
@@ -180,7 +181,8 @@ def modelled_bench_rows(cal: Calibration, bench: pd.DataFrame, options: dict) ->
         algbw, busbw = costmodel.bandwidths_gbps(strategy, int(ranks), float(nbytes), t)
         rows.append({"strategy": strategy, "ranks": int(ranks), "bytes": int(nbytes), "iterations": "",
                      "time_min_s": t, "time_avg_s": t, "time_max_s": t, "algbw_gbps": algbw,
-                     "busbw_gbps": busbw, "errors": "", "tag": "modelled"})
+                     "busbw_gbps": busbw, "errors": "", "tag": "modelled",
+                     "model_ratio": float(measured_s) / t if t > 0 and measured_s else None})
     return rows
 
 

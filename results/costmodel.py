@@ -98,8 +98,12 @@ def latency_share(cal: Calibration, strategy: str, p: int, nbytes: float, option
     return max(0.0, 1.0 - sync_s(no_alpha, strategy, p, nbytes, options) / total)
 
 
-def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tuple[float, float]:
-    """algbw = bytes/time; busbw = algbw * 2(p-1)/p, as nccl-tests reports all-reduce."""
+def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tuple[float | None, float | None]:
+    """algbw = bytes/time; busbw = algbw * 2(p-1)/p, as nccl-tests reports all-reduce.
+
+    None at p = 1: nothing travels, so a size over a time is no bandwidth."""
+    if p <= 1:
+        return None, None
     if time_s <= 0:
         return 0.0, 0.0
     algbw = nbytes / time_s / 1e9

@@ -57,6 +57,10 @@ def test_busbw_follows_nccl_tests(p):
     assert algbw == 0.5 and busbw == pytest.approx(0.5 * 2 * (p - 1) / p)
 
 
+def test_one_rank_has_no_modelled_bandwidth():
+    assert costmodel.bandwidths_gbps("ring", 1, 64 << 20, 4.7e-6) == (None, None)
+
+
 def test_step_uses_the_after_compute_alpha_and_adds_compute():
     cal = calibration()
     step = costmodel.step_s(cal, "ring", 4, 128, 76844)
