@@ -189,6 +189,18 @@ def test_one_rank_rows_carry_no_bandwidth(tmp_path):
 
 
 @pytest.mark.mpi
+def test_more_ranks_than_cores_is_marked_on_every_row(tmp_path):
+    from mpibench.results.calibrate import cores_available
+
+    ranks = cores_available() + 1
+    job = run_mpi(ranks, ["bench", "--sizes", "4K", "--iterations", "1", "--rounds", "1", "--warmup", "0",
+                          "--strategies", "ring", "--no-model", "--c-baseline", "off"], out=tmp_path, timeout=180)
+    assert job.returncode == 0, job.text[-3000:]
+    rows = job.csv("bench.csv")
+    assert rows.note.str.contains("oversubscribed").all() and "# oversubscribed" in job.stdout
+
+
+@pytest.mark.mpi
 def test_a_wrong_reduction_fails_the_bench(tmp_path):
     cmd = mpirun_command() + ["-n", "2", sys.executable, str(HERE / "bench_broken_driver.py"), "bench",
                               "--sizes", "4K", "--strategies", "ring,native", "--iterations", "2",

@@ -56,11 +56,14 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
     log = _open_log(world, out_dir, append)
+    crowding = oversubscription(world)
+    if crowding:
+        _say(world, f"# {crowding}")
     rows = []
     try:
         _say(world, header_line())
         for n_bytes in plan.sizes_bytes:
-            for row in _one_size(comm, plan, floor, backend, n_bytes):
+            for row in _one_size(comm, plan, floor, backend, n_bytes, crowding):
                 rows.append(row)
                 if log is not None:
                     log.write(row)
@@ -115,11 +118,27 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
     return [(c.name, c.in_place) for c in candidates], spreads
 
 
-def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> list[dict]:
+def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowding: str = "") -> list[dict]:
     names, spreads = measure_size(comm, plan, floor, backend, n_bytes)
     base = spreads[BLOCKING]
-    return [measured_row(name, comm.size, n_bytes, plan.dtype, in_place, plan.warmup, plan.iterations,
+    rows = [measured_row(name, comm.size, n_bytes, plan.dtype, in_place, plan.warmup, plan.iterations,
                          plan.rounds, spreads[name], ratio_to(base, spreads[name])) for name, in_place in names]
+    for row in rows:
+        row["note"] = "; ".join(n for n in (row["note"], crowding) if n)
+    return rows
+
+
+def oversubscription(world: MPI.Comm) -> str:
+    """A note when this host runs more ranks than it has cores (figures then time-share)."""
+    from mpibench.results.calibrate import cores_available
+    from mpibench.runinfo import this_host
+
+    hosts = world.allgather(this_host())
+    on_host, cores = hosts.count(this_host()), cores_available()
+    busiest = world.allreduce(on_host - cores, op=MPI.MAX)
+    if busiest <= 0:
+        return ""
+    return f"oversubscribed: up to {busiest} more ranks than cores on a host; not a result"
 
 
 def _model(world: MPI.Comm, cal, plan: BenchPlan, measured: list[dict], log, out_dir) -> list[dict]:
