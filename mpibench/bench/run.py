@@ -108,7 +108,12 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
         from mpibench.sync import make_strategy
 
         for name in plan.strategies:
-            strategy = make_strategy(name, comm, backend, count - 1, dict(plan.options))
+            try:
+                strategy = make_strategy(name, comm, backend, count - 1, dict(plan.options))
+            except ValueError as exc:  # e.g. a strategy that needs more ranks; the same on every rank
+                if comm.rank == 0:
+                    print(f"# {name} left out at p={comm.size}, {n_bytes} B: {exc}", flush=True)
+                continue
             candidates.append(StrategyReduce(strategy, comm, expected, backend))
     try:
         spreads = run_rounds(comm.mpi, candidates, plan.warmup, plan.iterations, plan.rounds)
