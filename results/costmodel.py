@@ -28,7 +28,8 @@ ASSUMPTIONS = (
     "PS: the k servers are among the workers and a rank's own piece never travels",
     "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above",
     "a step = the same step's local work on one rank (the worker loop on MPI.COMM_SELF at the same "
-    "local batch under the same strategy, so p = 1 re-measures it) + gradient sync + loss-statistics allgather",
+    "local batch under the same strategy, so p = 1 re-measures it) + gradient sync + loss-statistics allgather "
+    "+ the evidence gather to rank 0 (both latency-bound)",
     "on one rank a collective costs its software call overhead (calibrated on MPI.COMM_SELF)",
 )
 NATIVE_SMALL_BYTES = 10 << 10
@@ -116,7 +117,11 @@ def step_s(cal: Calibration, strategy: str, p: int, local_batch: float, nbytes: 
     """Predicted time of one training step on ``p`` ranks."""
     cal = cal.in_step()  # messages in a step leave straight after computing
     loss_stats = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else cal.call_overhead_s
-    return cal.local_step_s(local_batch, strategy) + sync_s(cal, strategy, p, nbytes, options) + loss_stats
+    # The step timer also covers the evidence gather to rank 0 (a small message per rank,
+    # a tree of log2(p) latencies); on one rank it is inside the calibrated loop already.
+    evidence = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else 0.0
+    return (cal.local_step_s(local_batch, strategy) + sync_s(cal, strategy, p, nbytes, options)
+            + loss_stats + evidence)
 
 
 def speedup(cal: Calibration, strategy: str, p: int, nbytes: float, mode: str,

@@ -66,7 +66,9 @@ def test_step_uses_the_after_compute_alpha_and_adds_compute():
     step = costmodel.step_s(cal, "ring", 4, 128, 76844)
     in_step = cal.in_step()
     assert in_step.alpha_s == cal.alpha_step_s
-    expected = cal.compute_s(128) + cal.loop_overhead_s + costmodel.ring_s(in_step, 4, 76844) + 2 * cal.alpha_step_s
+    loss_stats_and_evidence_gather = 2 * (2 * cal.alpha_step_s)  # log2(4) latencies each
+    expected = (cal.compute_s(128) + cal.loop_overhead_s + costmodel.ring_s(in_step, 4, 76844)
+                + loss_stats_and_evidence_gather)
     assert step == pytest.approx(expected)
 
 
@@ -202,7 +204,9 @@ def test_one_rank_step_is_reproduced_at_p1_and_used_at_every_p(strategy):
     assert costmodel.step_s(cal, strategy, 1, 128, 76844) == pytest.approx(5e-4)
     local = 5e-4 - 2 * cal.call_overhead_s
     sync = costmodel.sync_s(cal.in_step(), strategy, 4, 76844)
-    assert costmodel.step_s(cal, strategy, 4, 128, 76844) == pytest.approx(local + sync + 2 * cal.alpha_step_s)
+    loss_stats = evidence_gather = 2 * cal.alpha_step_s  # log2(4) latencies each
+    assert costmodel.step_s(cal, strategy, 4, 128, 76844) == pytest.approx(local + sync + loss_stats
+                                                                           + evidence_gather)
     # a batch it was not measured at falls back to the compute line plus the loop overhead
     assert costmodel.step_s(cal, strategy, 1, 64, 76844) == pytest.approx(
         cal.compute_s(64) + cal.loop_overhead_s + 2 * cal.call_overhead_s)
