@@ -66,6 +66,19 @@ def spread_s(row: dict) -> float:
     return max(0.0 if pd.isna(p90) else float(p90) - median, 0.0 if pd.isna(cv) else float(cv) / 100 * median)
 
 
+def host_load(path: str) -> float | None:
+    """Cores other processes kept busy during the run's calibration (its run.json), if recorded."""
+    import json
+
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    try:
+        with open(os.path.join(folder, "run.json")) as fh:
+            value = (json.load(fh).get("calibration") or {}).get("other_load_cores")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, threshold: float) -> pd.DataFrame:
     rows = []
     for key in a.index.intersection(b.index):
@@ -112,6 +125,11 @@ def compare_command(path_a: str, path_b: str, threshold: float, out: str | None)
     only_b = [k for k in b.index if k not in a.index]
     for line in table_lines(table, only_a, only_b):
         print(line)
+    loads = [host_load(path) for path in (path_a, path_b)]
+    if any(load is not None for load in loads):
+        a_load, b_load = ("unknown" if x is None else f"{x:.1f} cores" for x in loads)
+        print(f"other processes' load while calibrating: A {a_load}, B {b_load} "
+              "(a difference here moves every row; the spread over rounds does not cover it)")
     regressions = int(table.regressed.sum())
     print(f"{regressions} regression(s) beyond {threshold:.0%} and beyond both runs' spread; "
           f"{int(table.improved.sum())} improvement(s); {len(table)} rows compared")
