@@ -192,11 +192,6 @@ def run(strategy, scenario, mutant, **kw):
               help="interleaved rounds per size (median, p90 and cv% over them)")
 @click.option("--warmup", type=int, default=5, show_default=True, help="untimed calls before the rounds")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the input values")
-@click.option("--bucket-bytes", default="1M", show_default=True, help="ring all-reduce bucket cap")
-@click.option("--ps-shards", type=int, default=0, show_default=True,
-              help="parameter-server shards (0: one per rank)")
-@click.option("--device", type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
-              help="where the strategies' buffers live and are reduced")
 @click.option("--c-baseline", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="C loop of MPI_Allreduce built with the MPI's mpicc (auto: when mpicc is found; "
                    "on: exit 3 if it cannot be built)")
@@ -204,8 +199,13 @@ def run(strategy, scenario, mutant, **kw):
               help="write a modelled row beside every measured one and comparison.csv")
 @click.option("--calibration", default=None, type=click.Path(),
               help="reuse this calibration (JSON, run.json or a run folder) instead of calibrating")
+@click.option("--bucket-bytes", default="1M", show_default=True, help="ring all-reduce bucket cap")
+@click.option("--ps-shards", type=int, default=0, show_default=True,
+              help="parameter-server shards (0: one per rank)")
+@click.option("--device", type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
+              help="where the buffers live and are reduced")
 @click.option("--out", type=click.Path(file_okay=False), default="mpibench-out", show_default=True,
-              help="output folder for bench.csv, comparison.csv and run.json")
+              help="output folder for bench.csv")
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
           bucket_bytes, ps_shards, device, c_baseline, model, calibration, out):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
