@@ -20,12 +20,13 @@ STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", 
 INVARIANT_COLUMNS = ["scenario", "strategy", "step", "invariant", "passed", "detail"]
 FAULT_COLUMNS = ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"]
 BENCH_COLUMNS = ["strategy", "ranks", "bytes", "iterations", "time_min_s", "time_avg_s",
-                 "time_max_s", "algbw_gbps", "busbw_gbps", "errors", "tag",
-                 # added after the first eleven, which keep their order (see README, "bench.csv")
-                 "label", "count", "dtype", "op", "in_place", "warmup", "rounds", "round_p90_s",
-                 "round_cv_pct", "vs_blocking", "model_ratio", "note"]
+                 "time_max_s", "algbw_gbps", "busbw_gbps", "errors", "tag"]
 SWEEP_COLUMNS = ["case", "seed", "workers", "strategy", "recovery", "faults", "steps", "checks",
                  "violations", "first_violation", "replay"]
+
+# bench.csv's columns after the first eleven, which keep their order (see README, "Benchmarks")
+BENCH_COLUMNS = BENCH_COLUMNS + ["label", "count", "dtype", "op", "in_place", "warmup", "rounds",
+                                 "round_p90_s", "round_cv_pct", "vs_blocking", "model_ratio", "note"]
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
