@@ -181,8 +181,8 @@ def run(strategy, scenario, mutant, **kw):
 @click.option("--max-bytes", default=None, help="size sweep: largest size (nccl-tests -e)")
 @click.option("--factor", type=float, default=2.0, show_default=True, help="size sweep: multiply by this (-f)")
 @click.option("--strategies", default="all", show_default=True,
-              help="strategies, comma-separated ('all': every registered one); the blocking "
-                   "baseline is always measured")
+              help="strategies, comma-separated ('all': every registered one; or package.module:Class); "
+                   "the blocking baseline is always measured")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
               help="element type (strategies reduce float32 only and are left out at float64)")
 @click.option("--in-place/--out-of-place", default=False, show_default=True,

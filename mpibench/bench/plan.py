@@ -51,10 +51,11 @@ def split_names(text: str) -> tuple[tuple, bool]:
     known = registered()
     if "all" in names:
         names = [n for n in names if n != "all"] + known
-    unknown = [n for n in names if n not in known and n not in BASELINES]
+    # package.module:Class names a plugin strategy; the sync package's factory loads it
+    unknown = [n for n in names if n not in known and n not in BASELINES and ":" not in n]
     if unknown:
         raise UsageError(f"unknown strategy {', '.join(unknown)} "
-                         f"(choose from all, {', '.join(known + list(BASELINES))})")
+                         f"(choose from all, {', '.join(known + list(BASELINES))}, or package.module:Class)")
     strategies = tuple(dict.fromkeys(n for n in names if n not in BASELINES))
     return strategies, C_FLOOR in names
 
