@@ -176,12 +176,30 @@ def run(strategy, scenario, mutant, **kw):
 
 
 @main.command()
-@click.option("--sizes", default="4K,1M,16M", show_default=True,
-              help="message sizes, comma-separated (4K, 1M, 16MiB, 512)")
-@click.option("--strategies", default="ring,ps,native", show_default=True, help="strategies, comma-separated")
-@click.option("--iterations", type=int, default=20, show_default=True, help="timed calls per size")
-@click.option("--warmup", type=int, default=5, show_default=True, help="untimed calls before them")
+@click.option("--sizes", default=None, help="message sizes, comma-separated (4K, 1M, 16MiB, 512) "
+              "[default: 4K,1M,16M]")
+@click.option("--min-bytes", default=None, help="size sweep as nccl-tests -b: smallest size (with --max-bytes)")
+@click.option("--max-bytes", default=None, help="size sweep: largest size (nccl-tests -e)")
+@click.option("--factor", type=float, default=2.0, show_default=True, help="size sweep: multiply by this (-f)")
+@click.option("--strategies", default="all", show_default=True,
+              help="strategies, comma-separated ('all': every registered one; or package.module:Class); "
+                   "the blocking baseline is always measured")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
+              help="element type (strategies reduce float32 only and are left out at float64)")
+@click.option("--in-place/--out-of-place", default=False, show_default=True,
+              help="placement of the blocking and C baselines (strategies always reduce in place)")
+@click.option("--iterations", type=int, default=20, show_default=True, help="timed calls per round")
+@click.option("--rounds", type=int, default=5, show_default=True,
+              help="interleaved rounds per size (median, p90 and cv% over them)")
+@click.option("--warmup", type=int, default=5, show_default=True, help="untimed calls before the rounds")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the input values")
+@click.option("--c-baseline", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="C loop of MPI_Allreduce built with the MPI's mpicc (auto: when mpicc is found; "
+                   "on: exit 3 if it cannot be built)")
+@click.option("--model/--no-model", default=True, show_default=True,
+              help="write a modelled row beside every measured one and comparison.csv")
+@click.option("--calibration", default=None, type=click.Path(),
+              help="reuse this calibration (JSON, run.json or a run folder) instead of calibrating")
 @click.option("--bucket-bytes", default="1M", show_default=True, help="ring all-reduce bucket cap")
 @click.option("--ps-shards", type=int, default=0, show_default=True,
               help="parameter-server shards (0: one per rank)")
@@ -189,16 +207,50 @@ def run(strategy, scenario, mutant, **kw):
               show_default=True, help="where the buffers live and are reduced (emulated: see run --help)")
 @click.option("--out", type=click.Path(file_okay=False), default="mpibench-out", show_default=True,
               help="output folder for bench.csv")
-def bench(sizes, strategies, iterations, warmup, seed, bucket_bytes, ps_shards, device, out):
-    """Collective microbenchmarks (under mpirun): time, bandwidth and a result check per size.
+def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, out):
+    """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
-    busbw = algbw * 2(p-1)/p as in nccl-tests; exit 1 if any reduction was wrong.
+    Every size times, in interleaved rounds, the blocking MPI_Allreduce from
+    mpi4py (the denominator of every ratio), the same loop in C when built,
+    and each strategy. GB/s = 1e9 B/s; busbw = algbw * 2(p-1)/p as in
+    nccl-tests; at p=1 nothing travels and no bandwidth is given. Exit 1 if
+    any reduction was wrong, 3 if --c-baseline on could not be built.
     """
-    from .bench import bench_command
+    from .bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
 
-    sizes_bytes = [size_option(s) for s in sizes.split(",") if s.strip()]
-    sys.exit(_guarded(lambda: bench_command(sizes_bytes, strategies, iterations, warmup, seed,
-                                            size_option(bucket_bytes), ps_shards, device, out)))
+    if min_bytes is not None or max_bytes is not None:
+        if sizes is not None or min_bytes is None or max_bytes is None:
+            raise UsageError("give either --sizes or both --min-bytes and --max-bytes")
+        sizes_bytes = sweep_sizes(size_option(min_bytes), size_option(max_bytes), factor)
+    else:
+        sizes_bytes = [size_option(s) for s in (sizes or DEFAULT_SIZES).split(",") if s.strip()]
+    names, c_named = split_names(strategies)
+    plan = BenchPlan(strategies=names, sizes_bytes=tuple(sizes_bytes), dtype=dtype, in_place=in_place,
+                     warmup=warmup, iterations=iterations, rounds=rounds, seed=seed,
+                     c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
+                     calibration=calibration,
+                     options={"bucket_bytes": size_option(bucket_bytes), "ps_shards": ps_shards})
+    sys.exit(_guarded(lambda: bench_command(plan, device, out)))
+
+
+@main.command()
+@click.argument("run_a", metavar="A", type=click.Path())
+@click.argument("run_b", metavar="B", type=click.Path())
+@click.option("--threshold", type=float, default=0.2, show_default=True,
+              help="a regression is B slower than A by more than this fraction, beyond both runs' spread")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="also write the table as CSV here")
+def compare(run_a, run_b, threshold, out):
+    """Two bench runs side by side (bench.csv files or run folders; no MPI).
+
+    Per strategy x ranks x size: B's time over A's, and whether the difference
+    exceeds the spread over rounds measured in both runs. Exit 1 when any row
+    regressed beyond --threshold and beyond that spread, 0 otherwise, 2 for
+    bad input.
+    """
+    from mpibench.results.runcompare import compare_command
+
+    sys.exit(compare_command(run_a, run_b, threshold, out))
 
 
 @main.command()

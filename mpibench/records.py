@@ -28,6 +28,10 @@ TRANSFER_COLUMNS = ["scenario", "strategy", "step", "worker", "policy", "h2d", "
 SWEEP_COLUMNS = ["case", "seed", "workers", "strategy", "recovery", "faults", "steps", "checks",
                  "violations", "first_violation", "replay"]
 
+# bench.csv's columns after the first eleven, which keep their order (see README, "Benchmarks")
+BENCH_COLUMNS = BENCH_COLUMNS + ["label", "count", "dtype", "op", "in_place", "warmup", "rounds",
+                                 "round_p90_s", "round_cv_pct", "vs_blocking", "model_ratio", "note"]
+
 
 def ranks_text(ranks: Iterable[int]) -> str:
     """Rank sets as space-separated numbers, sorted."""

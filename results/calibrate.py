@@ -195,11 +195,19 @@ def compute_fit(config, batches=(8, 256)) -> tuple[float, float]:
 
 
 # ----------------------------------------------------------------------------- all of it
-LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 14, 4
+LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 12, 2  # the scaling plan's steps and warm-up
+LOOP_REPEATS = 3
 
 
-def one_rank_step_s(config, batch: int) -> float:
-    """Median step time of the real worker loop on MPI.COMM_SELF at local batch ``batch``."""
+def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS) -> float:
+    """Step time of the real worker loop on MPI.COMM_SELF at local batch ``batch``.
+
+    Exactly what a scaling point at p = 1 times: the same loop, strategy, steps
+    and warm-up (the step timer covers compute, the sync with pack and apply,
+    the loss statistics and the evidence gather). The loop runs ``repeats``
+    times on fresh trainers and the median of their medians is kept: one run
+    of a dozen steps was seen to differ from the next by 1.7x on a busy host.
+    """
     from dataclasses import replace
 
     from mpibench.kernels import NumpyBackend
@@ -207,10 +215,14 @@ def one_rank_step_s(config, batch: int) -> float:
 
     from .memrecords import MemoryRecords
 
-    records = MemoryRecords()
-    loop = replace(config, batch_size=batch, steps=LOOP_STEPS, check_every=10 ** 6, scenario="none")
-    run_scenario(loop, MPI.COMM_SELF, records, NumpyBackend())
-    return float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]]))
+    loop = replace(config, batch_size=batch, steps=LOOP_STEPS, check_every=10 ** 6, scenario="none",
+                   strategy=strategy or config.strategy)
+    medians = []
+    for _ in range(repeats):
+        records = MemoryRecords()
+        run_scenario(loop, MPI.COMM_SELF, records, NumpyBackend())
+        medians.append(float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]])))
+    return float(np.median(medians))
 
 
 def loop_overhead_s(config, call_s: float) -> float:
@@ -220,19 +232,29 @@ def loop_overhead_s(config, call_s: float) -> float:
     return max(one_rank_step_s(config, LOOP_BATCH) - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
 
 
-def local_figures(config, batches=()) -> tuple:
+def one_rank_table(config, batches, strategies) -> tuple[dict, dict]:
+    """(``"batch"`` -> median over strategies, ``"strategy:batch"`` -> one-rank step time)."""
+    by_batch, by_strategy = {}, {}
+    for b in sorted(set(batches)):
+        per = {name: one_rank_step_s(config, b, name) for name in (strategies or [config.strategy])}
+        by_strategy.update({f"{name}:{b}": t for name, t in per.items()})
+        by_batch[str(b)] = float(np.median(list(per.values())))
+    return by_batch, by_strategy
+
+
+def local_figures(config, batches=(), strategies=()) -> tuple:
     """gamma (cache, memory), compute (fixed, per sample), call and loop overheads, and
-    the one-rank step time at each of ``batches``, on this rank."""
+    the one-rank step time at each of ``batches`` under each of ``strategies``, on this rank."""
     overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
     with blas_one_thread():
         fixed, per_sample = compute_fit(config)
         loop = loop_overhead_s(config, overhead)
-        one_rank = {str(b): one_rank_step_s(config, b) for b in sorted(set(batches))}
+        one_rank = one_rank_table(config, batches, strategies)
     return (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
             fixed, per_sample, overhead, loop, one_rank)
 
 
-def calibrate(world: MPI.Comm, config, batches=()) -> Calibration:
+def calibrate(world: MPI.Comm, config, batches=(), strategies=()) -> Calibration:
     """Measure every figure (collective: every rank of ``world`` calls it).
 
     ``batches``: the local batch sizes the model will be asked about; the worker
@@ -244,9 +266,9 @@ def calibrate(world: MPI.Comm, config, batches=()) -> Calibration:
     pings = ping_pong(world)
     with blas_one_thread():
         step_pings = ping_pong(world, local_step(config, config.batch_size))
-    local = local_figures(config, batches) if world.Get_rank() == 0 else None
+    local = local_figures(config, batches, strategies) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
-    gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, one_rank = world.bcast(local, root=0)
+    gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, (one_rank, by_strategy) = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
     other_cores = load.other_cores()
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
@@ -255,11 +277,42 @@ def calibrate(world: MPI.Comm, config, batches=()) -> Calibration:
         alpha_s=alpha, beta_s_per_byte=beta,
         gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
         compute_fixed_s=fixed, compute_per_sample_s=per_sample, call_overhead_s=overhead,
-        loop_overhead_s=loop, one_rank_step_s=one_rank,
+        loop_overhead_s=loop, one_rank_step_s=one_rank, one_rank_step_by_strategy_s=by_strategy,
         cores=cores_available(), ranks_on_host=hosts.count(hosts[0]), ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
         alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step, other_load_cores=other_cores,
         how=HOW, ping_pong=[list(p) for p in pings], ping_pong_step=[list(p) for p in step_pings])
+
+
+def calibrate_collectives(world: MPI.Comm) -> Calibration:
+    """The figures a collective benchmark's model needs, and nothing else (collective).
+
+    Ping-pong (alpha, beta), reduction throughput (gamma) and the one-rank
+    call overhead; the compute figures stay zero, since ``bench`` models no
+    training step. Takes about a second."""
+    from mpibench.runinfo import this_host
+
+    load = HostLoad(world)
+    pings = ping_pong(world)
+    local = None
+    if world.Get_rank() == 0:
+        local = (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
+                 call_overhead_s(1024))
+    idle_until_released(world)
+    gamma_cache, gamma_memory, overhead = world.bcast(local, root=0)
+    hosts = world.allgather(this_host())
+    alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
+    how = {k: v for k, v in HOW.items() if k in ("alpha_s", "beta_s_per_byte", "gamma_cache_s_per_byte",
+                                                 "gamma_memory_s_per_byte", "cores", "ranks_on_host",
+                                                 "other_load_cores")}
+    how["call_overhead_s"] = ("median time of one Allreduce of 1024 float32 on a one-rank communicator "
+                              "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0")
+    return Calibration(
+        alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
+        gamma_memory_s_per_byte=gamma_memory, compute_fixed_s=0.0, compute_per_sample_s=0.0,
+        call_overhead_s=overhead, cores=cores_available(), ranks_on_host=hosts.count(hosts[0]),
+        ranks=world.Get_size(), other_load_cores=load.other_cores(), how=how,
+        ping_pong=[list(p) for p in pings])
 
 
 HOW = {
@@ -282,8 +335,10 @@ HOW = {
     "loop_overhead_s": f"the worker loop (mpibench.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
                        f"{LOOP_STEPS} steps: median step time after {LOOP_WARMUP} less the local step of that "
                        "batch and two collective call overheads",
-    "one_rank_step_s": f"per local batch: the worker loop on MPI.COMM_SELF (rank 0 alone, BLAS on one "
-                       f"thread), median step time of {LOOP_STEPS} steps after {LOOP_WARMUP}",
+    "one_rank_step_s": f"per local batch, the median over strategies of one_rank_step_by_strategy_s",
+    "one_rank_step_by_strategy_s": f"per strategy and local batch: the worker loop on MPI.COMM_SELF (rank 0 "
+                                   f"alone, BLAS on one thread), {LOOP_STEPS} steps, median step time after "
+                                   f"{LOOP_WARMUP} (as a scaling point), median of {LOOP_REPEATS} such runs",
     "cores": "CPUs in this process's affinity mask (os.sched_getaffinity)",
     "ranks_on_host": "ranks of the job whose host name equals rank 0's",
     "other_load_cores": "cores kept busy by other processes while calibrating: the host's busy CPU "

@@ -23,7 +23,8 @@ class Calibration:
     ranks: int
     call_overhead_s: float = 0.0
     loop_overhead_s: float = 0.0  # the worker loop's bookkeeping per step
-    one_rank_step_s: dict = field(default_factory=dict)  # str(local batch) -> step time on one rank
+    one_rank_step_s: dict = field(default_factory=dict)  # str(local batch) -> one-rank step (median over strategies)
+    one_rank_step_by_strategy_s: dict = field(default_factory=dict)  # "strategy:batch" -> one-rank step time
     alpha_step_s: float = 0.0  # alpha and beta as a training step sees them (after compute)
     beta_step_s_per_byte: float = 0.0
     other_load_cores: float | None = None  # other processes' CPU use while calibrating
@@ -46,10 +47,15 @@ class Calibration:
     def compute_s(self, batch: float) -> float:
         return self.compute_fixed_s + self.compute_per_sample_s * batch
 
-    def local_step_s(self, batch: float) -> float:
+    def local_step_s(self, batch: float, strategy: str | None = None) -> float:
         """One rank's step without communication: measured through the worker loop at
-        this batch when calibrated there, else the compute line plus the loop overhead."""
-        measured = self.one_rank_step_s.get(str(int(batch))) if float(batch).is_integer() else None
+        this batch (under ``strategy`` when calibrated so) when calibrated there, else
+        the compute line plus the loop overhead."""
+        measured = None
+        if float(batch).is_integer():
+            measured = self.one_rank_step_by_strategy_s.get(f"{strategy}:{int(batch)}")
+            if measured is None:
+                measured = self.one_rank_step_s.get(str(int(batch)))
         if measured is not None:
             return max(measured - 2 * self.call_overhead_s, 0.0)  # its two one-rank collectives
         return self.compute_s(batch) + self.loop_overhead_s

@@ -63,13 +63,33 @@ def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: fl
     return found or [("unexplained", "slower than modelled; none of the known causes shows in the data")]
 
 
+def step_parts(measured_step: float, measured_sync: float, modelled_step: float,
+               modelled_sync: float) -> list[tuple[str, str]]:
+    """Which part of a step missed: local work (step less sync: compute, loss statistics,
+    bookkeeping) against the one-rank calibration, and the gradient sync against its model."""
+    found = []
+    local, local_model = measured_step - measured_sync, modelled_step - modelled_sync
+    if local > 0 and local_model > 0 and abs(local_model - local) / local > TOLERANCE:
+        found.append(("local_work", f"local work (step less sync) {local * 1e3:.3g} ms measured against "
+                                    f"{local_model * 1e3:.3g} ms calibrated on one rank "
+                                    f"({local / local_model - 1:+.0%})"))
+    if measured_sync > 0 and modelled_sync > 0 and abs(modelled_sync - measured_sync) / measured_step > TOLERANCE / 2:
+        found.append(("sync_part", f"sync {measured_sync * 1e3:.3g} ms measured against {modelled_sync * 1e3:.3g} ms "
+                                   f"modelled ({measured_sync / modelled_sync:.2f}x)"))
+    return found
+
+
 def judge(cal: Calibration, strategy: str, ranks: int, nbytes: float, measured: float,
-          modelled: float, spread: float | None, options: dict, other_cores: float | None = None) -> dict:
+          modelled: float, spread: float | None, options: dict, other_cores: float | None = None,
+          parts: list[tuple[str, str]] | None = None) -> dict:
+    """``parts``: where a step's miss lies (:func:`step_parts`); it replaces "unexplained"."""
     ratio = measured / modelled if modelled > 0 else float("inf")
     error = (modelled - measured) / measured if measured > 0 else float("inf")
     within = abs(error) <= TOLERANCE
     found = [] if within else causes(cal, strategy, ranks, nbytes, ratio, spread, options, other_cores,
                                      modelled)
+    if not within and parts:
+        found = [f for f in found if f[0] != "unexplained"] + parts
     return {"measured_s": measured, "modelled_s": modelled, "ratio": ratio, "error": error,
             "tolerance": TOLERANCE, "within": within,
             "flag": "" if within else ("slower than modelled" if ratio > 1 else "faster than modelled"),
@@ -93,11 +113,19 @@ def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> lis
         spread = m.step_time_p90_s / m.step_time_s if m.step_time_s else None
         other = getattr(m, "other_load_cores", None)
         other = None if other is None or pd.isna(other) or other == "" else float(other)
+        modelled = model.loc[key]
+        parts = step_parts(float(m.step_time_s), _number(m.sync_time_s), float(modelled.step_time_s),
+                           _number(modelled.sync_time_s))
         rows.append({"kind": "step", "strategy": m.strategy, "mode": m.mode, "ranks": m.ranks,
                      "bytes": m.bytes, "local_batch": m.local_batch, "other_load_cores": other,
                      **judge(cal.in_step(), m.strategy, m.ranks, m.bytes, float(m.step_time_s),
-                             float(model.loc[key, "step_time_s"]), spread, options, other)})
+                             float(modelled.step_time_s), spread, options, other, parts)})
     return rows
+
+
+def _number(value) -> float:
+    value = pd.to_numeric(value, errors="coerce")
+    return 0.0 if pd.isna(value) else float(value)
 
 
 def run_load(cal: Calibration, scaling: pd.DataFrame | None) -> float | None:
@@ -142,7 +170,8 @@ def modelled_bench_rows(cal: Calibration, bench: pd.DataFrame, options: dict) ->
     keys = ["strategy", "ranks", "bytes"]
     have = set(map(tuple, bench[bench.tag == "modelled"][keys].itertuples(index=False)))
     rows = []
-    for strategy, ranks, nbytes in bench[bench.tag == "measured"][keys].drop_duplicates().itertuples(index=False):
+    measured = bench[bench.tag == "measured"].drop_duplicates(keys, keep="last")
+    for strategy, ranks, nbytes, measured_s in measured[keys + ["time_max_s"]].itertuples(index=False):
         if (strategy, ranks, nbytes) in have:
             continue
         try:
@@ -152,7 +181,8 @@ def modelled_bench_rows(cal: Calibration, bench: pd.DataFrame, options: dict) ->
         algbw, busbw = costmodel.bandwidths_gbps(strategy, int(ranks), float(nbytes), t)
         rows.append({"strategy": strategy, "ranks": int(ranks), "bytes": int(nbytes), "iterations": "",
                      "time_min_s": t, "time_avg_s": t, "time_max_s": t, "algbw_gbps": algbw,
-                     "busbw_gbps": busbw, "errors": "", "tag": "modelled"})
+                     "busbw_gbps": busbw, "errors": "", "tag": "modelled",
+                     "model_ratio": float(measured_s) / t if t > 0 and measured_s else None})
     return rows
 
 

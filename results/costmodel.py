@@ -30,6 +30,8 @@ ASSUMPTIONS = (
     "a step = the same step's local work on one rank (the worker loop on MPI.COMM_SELF at the same "
     "local batch, so p = 1 re-measures it) + gradient sync + loss-statistics allgather",
     "on one rank a collective costs its software call overhead (calibrated on MPI.COMM_SELF)",
+    "the one-rank step is calibrated under the point's own strategy, and a step on p ranks also pays the "
+    "evidence gather to rank 0 (log2 p latencies, like the loss statistics)",
 )
 NATIVE_SMALL_BYTES = 10 << 10
 
@@ -84,7 +86,7 @@ def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict
     if strategy == "ps":
         shards = options.get("ps_shards") or p  # 0: one shard per member
         return ps_s(cal, p, nbytes, shards)
-    if strategy == "native":
+    if strategy in ("native", "blocking", "c_floor"):  # MPI's own allreduce, however it is called
         return native_s(cal, p, nbytes)
     raise ValueError(f"no cost model for strategy {strategy!r}")
 
@@ -98,8 +100,12 @@ def latency_share(cal: Calibration, strategy: str, p: int, nbytes: float, option
     return max(0.0, 1.0 - sync_s(no_alpha, strategy, p, nbytes, options) / total)
 
 
-def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tuple[float, float]:
-    """algbw = bytes/time; busbw = algbw * 2(p-1)/p, as nccl-tests reports all-reduce."""
+def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tuple[float | None, float | None]:
+    """algbw = bytes/time; busbw = algbw * 2(p-1)/p, as nccl-tests reports all-reduce.
+
+    None at p = 1: nothing travels, so a size over a time is no bandwidth."""
+    if p <= 1:
+        return None, None
     if time_s <= 0:
         return 0.0, 0.0
     algbw = nbytes / time_s / 1e9
@@ -112,7 +118,11 @@ def step_s(cal: Calibration, strategy: str, p: int, local_batch: float, nbytes: 
     """Predicted time of one training step on ``p`` ranks."""
     cal = cal.in_step()  # messages in a step leave straight after computing
     loss_stats = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else cal.call_overhead_s
-    return cal.local_step_s(local_batch) + sync_s(cal, strategy, p, nbytes, options) + loss_stats
+    # The step timer also covers the evidence gather to rank 0 (a small message per rank,
+    # a tree of log2(p) latencies); on one rank it is inside the calibrated loop already.
+    evidence = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else 0.0
+    return (cal.local_step_s(local_batch, strategy) + sync_s(cal, strategy, p, nbytes, options)
+            + loss_stats + evidence)
 
 
 def speedup(cal: Calibration, strategy: str, p: int, nbytes: float, mode: str,

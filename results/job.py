@@ -27,12 +27,17 @@ def model_options(config) -> dict:
     return {"bucket_bytes": config.bucket_bytes, "ps_shards": config.ps_shards}
 
 
-def start(world: MPI.Comm, base, plan: ScalingPlan = ScalingPlan()) -> Calibration:
-    """Calibrate (every rank calls; every rank gets the same figures)."""
+def start(world: MPI.Comm, base, plan: ScalingPlan = ScalingPlan(), strategies=None) -> Calibration:
+    """Calibrate (every rank calls; every rank gets the same figures). The one-rank step is
+    measured under each of ``strategies`` (default: every registered one) at every local
+    batch the scaling points use."""
+    from mpibench.sync import STRATEGIES
+
     from .scaling import rank_counts
 
     batches = [plan.local_batch(mode, p) for mode in ("strong", "weak") for p in rank_counts(world.Get_size())]
-    return calibrate(world, plan.config(base, base.strategy, plan.weak_batch), batches)
+    return calibrate(world, plan.config(base, base.strategy, plan.weak_batch), batches,
+                     sorted(STRATEGIES) if strategies is None else strategies)
 
 
 def append_rows(path: str, rows: list[dict]) -> None:

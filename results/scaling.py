@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from mpi4py import MPI
 
+from .calibrate import LOOP_WARMUP as WARMUP_STEPS  # the one-rank calibration skips as many
 from .calibrate import blas_one_thread, idle_until_released
 from .hostload import HostLoad
 from .memrecords import MemoryRecords
@@ -24,7 +25,6 @@ from .memrecords import MemoryRecords
 SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
                    "step_time_s", "step_time_p90_s", "sync_time_s", "speedup", "efficiency",
                    "other_load_cores", "violations", "tag", "assumptions"]
-WARMUP_STEPS = 2
 
 
 @dataclass(frozen=True)

@@ -57,12 +57,18 @@ def test_busbw_follows_nccl_tests(p):
     assert algbw == 0.5 and busbw == pytest.approx(0.5 * 2 * (p - 1) / p)
 
 
+def test_one_rank_has_no_modelled_bandwidth():
+    assert costmodel.bandwidths_gbps("ring", 1, 64 << 20, 4.7e-6) == (None, None)
+
+
 def test_step_uses_the_after_compute_alpha_and_adds_compute():
     cal = calibration()
     step = costmodel.step_s(cal, "ring", 4, 128, 76844)
     in_step = cal.in_step()
     assert in_step.alpha_s == cal.alpha_step_s
-    expected = cal.compute_s(128) + cal.loop_overhead_s + costmodel.ring_s(in_step, 4, 76844) + 2 * cal.alpha_step_s
+    loss_stats_and_evidence_gather = 2 * (2 * cal.alpha_step_s)  # log2(4) latencies each
+    expected = (cal.compute_s(128) + cal.loop_overhead_s + costmodel.ring_s(in_step, 4, 76844)
+                + loss_stats_and_evidence_gather)
     assert step == pytest.approx(expected)
 
 
@@ -198,7 +204,42 @@ def test_one_rank_step_is_reproduced_at_p1_and_used_at_every_p(strategy):
     assert costmodel.step_s(cal, strategy, 1, 128, 76844) == pytest.approx(5e-4)
     local = 5e-4 - 2 * cal.call_overhead_s
     sync = costmodel.sync_s(cal.in_step(), strategy, 4, 76844)
-    assert costmodel.step_s(cal, strategy, 4, 128, 76844) == pytest.approx(local + sync + 2 * cal.alpha_step_s)
+    loss_stats = evidence_gather = 2 * cal.alpha_step_s  # log2(4) latencies each
+    assert costmodel.step_s(cal, strategy, 4, 128, 76844) == pytest.approx(local + sync + loss_stats
+                                                                           + evidence_gather)
     # a batch it was not measured at falls back to the compute line plus the loop overhead
     assert costmodel.step_s(cal, strategy, 1, 64, 76844) == pytest.approx(
         cal.compute_s(64) + cal.loop_overhead_s + 2 * cal.call_overhead_s)
+
+
+def test_a_step_miss_names_the_part_that_missed():
+    from mpibench.results.compare import step_parts
+
+    # local work 50 % slower than calibrated, sync as modelled
+    parts = step_parts(measured_step=1.5e-3 + 0.2e-3, measured_sync=0.2e-3, modelled_step=1.2e-3,
+                       modelled_sync=0.2e-3)
+    assert [code for code, _ in parts] == ["local_work"] and "+50%" in parts[0][1]
+    # local work as calibrated, sync 3x the model
+    parts = step_parts(measured_step=1.6e-3, measured_sync=0.6e-3, modelled_step=1.2e-3, modelled_sync=0.2e-3)
+    assert [code for code, _ in parts] == ["sync_part"] and "3.00x" in parts[0][1]
+    assert step_parts(1.0e-3, 0.2e-3, 1.0e-3, 0.2e-3) == []
+
+
+def test_a_part_replaces_unexplained_in_the_verdict():
+    from mpibench.results.compare import judge
+
+    cal = Calibration(alpha_s=1e-6, beta_s_per_byte=1e-10, gamma_cache_s_per_byte=1e-10,
+                      gamma_memory_s_per_byte=1e-10, compute_fixed_s=0, compute_per_sample_s=0,
+                      cores=2, ranks_on_host=1, ranks=1)
+    plain = judge(cal, "ring", 1, 4096, 2e-3, 1e-3, 1.0, {})
+    assert plain["cause_codes"] == "unexplained"
+    parts = [("local_work", "local work 2 ms measured against 1 ms calibrated on one rank (+100%)")]
+    row = judge(cal, "ring", 1, 4096, 2e-3, 1e-3, 1.0, {}, parts=parts)
+    assert row["cause_codes"] == "local_work" and "calibrated on one rank" in row["cause"]
+
+
+def test_the_one_rank_step_is_looked_up_under_the_points_strategy():
+    cal = calibration(one_rank_step_s={"128": 6e-4}, one_rank_step_by_strategy_s={"ps:128": 7e-4, "ring:128": 5e-4})
+    assert costmodel.step_s(cal, "ps", 1, 128, 76844) == pytest.approx(7e-4)
+    assert costmodel.step_s(cal, "ring", 1, 128, 76844) == pytest.approx(5e-4)
+    assert costmodel.step_s(cal, "native", 1, 128, 76844) == pytest.approx(6e-4)  # the median over strategies

@@ -1,0 +1,125 @@
+"""What a benchmark row times: a strategy, the blocking baseline, or the C floor.
+
+Every candidate answers ``time_calls(calls) -> (seconds per call, wrong
+elements)`` on this rank, with the same harness around each call: refill the
+buffer with this rank's inputs and meet at a barrier (neither timed), then
+time the call. The rows differ only in what the call is:
+
+* ``blocking``: mpi4py's plain ``Comm.Allreduce`` on the benchmark's
+  communicator, no wrapper and no deadline: what a user's code gets. It is
+  the denominator of every speed ratio.
+* ``c_floor``: the same loop in C (:mod:`.cfloor`), the no-Python floor.
+* a strategy by its registry name (``ring``, ``ps``, ``native`` ...): its
+  ``reduce`` as the in-step synchronisation calls it, through the
+  deadline-polled communicator. ``native`` is MPI's ``Iallreduce`` polled
+  against the deadline plus a copy back, not the call a user makes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+BLOCKING, C_FLOOR = "blocking", "c_floor"
+BASELINES = (BLOCKING, C_FLOOR)
+LABELS = {
+    BLOCKING: "blocking MPI_Allreduce from mpi4py (no wrapper, no deadline)",
+    C_FLOOR: "C loop of MPI_Allreduce (no Python)",
+    "native": "in-step sync: Iallreduce polled against the deadline, plus a copy",
+    "ring": "in-step sync: ring all-reduce (reduce-scatter + all-gather)",
+    "ps": "in-step sync: parameter server",
+}
+
+
+def label(name: str) -> str:
+    return LABELS.get(name, f"in-step sync: {name}")
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One batch of timed calls on this rank."""
+
+    times_s: np.ndarray
+    wrong: int
+
+
+class BlockingAllreduce:
+    """``Comm.Allreduce`` exactly as user code calls it."""
+
+    name = BLOCKING
+
+    def __init__(self, mpi: MPI.Comm, expected, in_place: bool):
+        self.mpi, self.expected, self.in_place = mpi, expected, in_place
+        self.buf = np.empty_like(expected.inputs)
+
+    def time_calls(self, calls: int) -> Timed:
+        mpi, inputs, buf = self.mpi, self.expected.inputs, self.buf
+        send = MPI.IN_PLACE if self.in_place else inputs
+        times = np.empty(calls)
+        wrong = 0
+        for k in range(calls):
+            if self.in_place:
+                buf[...] = inputs
+            mpi.Barrier()
+            start = time.perf_counter()
+            mpi.Allreduce(send, buf, op=MPI.SUM)
+            times[k] = time.perf_counter() - start
+            wrong += self.expected.wrong(buf)
+        return Timed(times, wrong)
+
+    def close(self) -> None:
+        pass
+
+
+class CFloorAllreduce:
+    """The C loop, entered once per call so the harness between calls (refill, check) is the
+    same as every other row's; refill, barrier and the timed call all happen in C."""
+
+    name = C_FLOOR
+
+    def __init__(self, floor, mpi: MPI.Comm, expected, in_place: bool):
+        self.floor, self.mpi, self.expected, self.in_place = floor, mpi, expected, in_place
+        self.inputs = np.ascontiguousarray(expected.inputs)
+        self.buf = np.empty_like(self.inputs)
+
+    def time_calls(self, calls: int) -> Timed:
+        times = np.empty(calls)
+        wrong = 0
+        for k in range(calls):
+            times[k] = self.floor.run(self.mpi, self.inputs, self.buf, self.in_place, 1)[0]
+            wrong += self.expected.wrong(self.buf)
+        return Timed(times, wrong)
+
+    def close(self) -> None:
+        pass
+
+
+class StrategyReduce:
+    """A sync strategy's ``reduce`` of its own step buffer (always in place)."""
+
+    in_place = True
+
+    def __init__(self, strategy, comm, expected, backend):
+        self.name = strategy.name
+        self.strategy, self.comm, self.expected, self.backend = strategy, comm, expected, backend
+        self.inputs = backend.from_host(expected.inputs)
+
+    def time_calls(self, calls: int) -> Timed:
+        strategy, backend, buf = self.strategy, self.backend, self.strategy.buffer
+        times = np.empty(calls)
+        wrong = 0
+        for k in range(calls):
+            buf[...] = self.inputs
+            backend.synchronize()
+            self.comm.mpi.Barrier()
+            start = time.perf_counter()
+            strategy.reduce(buf)
+            backend.synchronize()
+            times[k] = time.perf_counter() - start
+            wrong += self.expected.wrong(backend.to_host(buf))
+        return Timed(times, wrong)
+
+    def close(self) -> None:
+        self.strategy.close()

@@ -1,0 +1,94 @@
+"""What one ``bench`` invocation measures, checked before any MPI work (bad input: exit 2)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mpibench.config import UsageError
+
+from .candidates import BASELINES, BLOCKING, C_FLOOR
+from .inputs import DTYPES
+
+DEFAULT_SIZES = "4K,1M,16M"
+MAX_SWEEP_SIZES = 64
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """Candidates, sizes and the knobs recorded in every row."""
+
+    strategies: tuple  # registry names; the baselines are separate
+    sizes_bytes: tuple
+    dtype: str = "float32"
+    in_place: bool = False  # the baselines' placement; strategies always reduce in place
+    warmup: int = 5
+    iterations: int = 20  # timed calls per round
+    rounds: int = 5
+    seed: int = 0
+    c_floor: str = "auto"  # auto | on | off
+    model: bool = True
+    calibration: str | None = None
+    options: dict = field(default_factory=dict)
+
+    @property
+    def itemsize(self) -> int:
+        return 8 if self.dtype == "float64" else 4
+
+
+def registered() -> list[str]:
+    """Every strategy the sync package registers (never a hard-coded list)."""
+    from mpibench.sync import STRATEGIES
+
+    return list(STRATEGIES)
+
+
+def split_names(text: str) -> tuple[tuple, bool]:
+    """``--strategies`` -> (strategy names, C floor named?); ``all`` means every registered one.
+
+    The blocking baseline is always measured: it is every ratio's denominator."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise UsageError("--strategies needs at least one name")
+    known = registered()
+    if "all" in names:
+        names = [n for n in names if n != "all"] + known
+    # package.module:Class names a plugin strategy; the sync package's factory loads it
+    unknown = [n for n in names if n not in known and n not in BASELINES and ":" not in n]
+    if unknown:
+        raise UsageError(f"unknown strategy {', '.join(unknown)} "
+                         f"(choose from all, {', '.join(known + list(BASELINES))}, or package.module:Class)")
+    strategies = tuple(dict.fromkeys(n for n in names if n not in BASELINES))
+    return strategies, C_FLOOR in names
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int, factor: float) -> list[int]:
+    """nccl-tests' ``-b MIN -e MAX -f FACTOR``: MIN, MIN*F, ... up to MAX."""
+    if min_bytes <= 0 or max_bytes < min_bytes:
+        raise UsageError(f"--min-bytes must be positive and at most --max-bytes (got {min_bytes}, {max_bytes})")
+    if not factor > 1:
+        raise UsageError(f"--factor must be greater than 1 (got {factor})")
+    sizes, n = [], float(min_bytes)
+    while n <= max_bytes:
+        sizes.append(int(n))
+        n *= factor
+        if len(sizes) > MAX_SWEEP_SIZES:
+            raise UsageError(f"the sweep has more than {MAX_SWEEP_SIZES} sizes; raise --factor")
+    return sizes
+
+
+def validate(plan: BenchPlan) -> None:
+    if plan.dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)} (got {plan.dtype})")
+    if not plan.sizes_bytes:
+        raise UsageError("--sizes needs at least one size")
+    for n in plan.sizes_bytes:
+        if n < plan.itemsize or n % plan.itemsize:
+            raise UsageError(f"size {n} B is not a positive multiple of {plan.itemsize} bytes ({plan.dtype})")
+    if plan.iterations < 1 or plan.warmup < 0 or plan.rounds < 1:
+        raise UsageError(f"--iterations and --rounds must be at least 1 and --warmup at least 0 "
+                         f"(got {plan.iterations}, {plan.rounds}, {plan.warmup})")
+    if plan.c_floor not in ("auto", "on", "off"):
+        raise UsageError(f"--c-baseline must be auto, on or off (got {plan.c_floor})")
+
+
+__all__ = ["BenchPlan", "BLOCKING", "C_FLOOR", "DEFAULT_SIZES", "registered", "split_names",
+           "sweep_sizes", "validate"]

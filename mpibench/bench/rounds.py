@@ -1,0 +1,82 @@
+"""Interleaved rounds: every candidate of one size timed in turn, the order rotated.
+
+Within a round each candidate runs ``iterations`` timed calls right after the
+others, so all of them see the same machine load; the next round starts with
+the next candidate. With ``t[r, k]`` the time of rank ``r`` in call ``k``, a
+round gives each candidate (IMB's convention) ``t_max = mean_k max_r t[r, k]``
+(every call lasts as long as its slowest rank), ``t_min = mean_k min_r`` and
+``t_avg = mean_k mean_r``. Over the rounds a row reports the median of each,
+the 90th percentile and the coefficient of variation of ``t_max``, and the
+median over rounds of the per-round ratio to the blocking baseline (median of
+pairs: both halves of a ratio come from the same round).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+
+@dataclass(frozen=True)
+class RoundTimes:
+    """One candidate's seconds per call in one round, over the ranks."""
+
+    t_min: float
+    t_avg: float
+    t_max: float
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One candidate over all rounds of one size."""
+
+    time_min_s: float  # medians over rounds
+    time_avg_s: float
+    time_max_s: float
+    round_p90_s: float  # of t_max
+    round_cv_pct: float  # of t_max
+    t_max_by_round: tuple
+    errors: int
+
+
+def over_ranks(mpi: MPI.Comm, times: np.ndarray) -> RoundTimes:
+    """Combine every rank's per-call times (collective over ``mpi``)."""
+    table = np.empty((mpi.Get_size(), len(times)), dtype=np.float64)
+    mpi.Allgather(np.ascontiguousarray(times, dtype=np.float64), table)
+    if table.size == 0:
+        return RoundTimes(0.0, 0.0, 0.0)
+    return RoundTimes(float(table.min(axis=0).mean()), float(table.mean()), float(table.max(axis=0).mean()))
+
+
+def spread(rounds: list[RoundTimes], errors: int) -> Spread:
+    t_max = np.array([r.t_max for r in rounds])
+    mean = float(t_max.mean())
+    cv = float(t_max.std(ddof=1) / mean * 100) if len(t_max) > 1 and mean > 0 else 0.0
+    return Spread(float(np.median([r.t_min for r in rounds])), float(np.median([r.t_avg for r in rounds])),
+                  float(np.median(t_max)), float(np.percentile(t_max, 90)), cv, tuple(t_max), errors)
+
+
+def run_rounds(mpi: MPI.Comm, candidates: list, warmup: int, iterations: int, rounds: int) -> dict:
+    """Warm every candidate up, then time ``rounds`` interleaved rounds: name -> :class:`Spread`."""
+    wrong = np.zeros(len(candidates), dtype=np.int64)
+    for i, c in enumerate(candidates):
+        wrong[i] += c.time_calls(warmup).wrong
+    per: list[list[RoundTimes]] = [[] for _ in candidates]
+    for r in range(rounds):
+        k = r % len(candidates)
+        for i in list(range(k, len(candidates))) + list(range(k)):
+            timed = candidates[i].time_calls(iterations)
+            wrong[i] += timed.wrong
+            per[i].append(over_ranks(mpi, timed.times_s))
+    total = np.empty_like(wrong)
+    mpi.Allreduce(wrong, total, op=MPI.SUM)
+    return {c.name: spread(per[i], int(total[i])) for i, c in enumerate(candidates)}
+
+
+def ratio_to(base: Spread | None, other: Spread) -> float | None:
+    """Median over rounds of base t_max / other t_max (> 1: ``other`` is faster)."""
+    if base is None:
+        return None
+    pairs = [b / o for b, o in zip(base.t_max_by_round, other.t_max_by_round) if o > 0]
+    return float(np.median(pairs)) if pairs else None
