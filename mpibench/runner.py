@@ -64,7 +64,7 @@ def _field(continuation, name: str):
 def case_dir(config: RunConfig, continuation) -> str | None:
     """``OUT/history/CASE_ID`` of the case ``config`` runs as, or None when no history is kept."""
     out = _field(continuation, "out")
-    if out is None:
+    if out is None or os.environ.get("MPIBENCH_HISTORY") == "off":  # benchmarks only: nothing to judge
         return None
     index = _field(continuation, "index") or 0
     return os.path.join(out, "history", case_id(index, config.scenario, config.strategy, config.recovery))
@@ -185,9 +185,13 @@ SHOWN_VIOLATIONS = 10
 
 def online_check(folder: str, summary: Summary) -> None:
     """Check the case's history now; print each violation with its step, fill ``summary``."""
+    import time
+
     from .check import check_case
 
+    start = time.perf_counter()
     verdict = check_case(folder)
+    summary.check_s += time.perf_counter() - start
     summary.checks, summary.violations = verdict.checks, verdict.violations
     summary.unknown = sum(1 for r in verdict.rows if r.passed is None)
     if verdict.first_violation is not None:

@@ -77,7 +77,11 @@ def single_run(config: RunConfig, out: str) -> int:
     summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
                                     continuation={"kind": "single", "out": out, "index": 0})
     records.close()
-    code = _finish([(config, summary)], world.Get_size(), time.perf_counter() - start, backend, comm, out)
+    wall_s = time.perf_counter() - start
+    if comm.Get_rank() == 0:
+        print(f"timing: {summary.steps} steps, loop {wall_s - summary.check_s:.6f} s, "
+              f"online check {summary.check_s:.6f} s", flush=True)
+    code = _finish([(config, summary)], world.Get_size(), wall_s, backend, comm, out)
     code = comm.bcast(code, root=0)
     free_comm(comm)
     return code
@@ -212,7 +216,9 @@ def verdict_status(out: str | None) -> int:
 
     if out is None:
         return 3
+    start = time.perf_counter()
     verdict = check_run(out)
     write_outputs(out, verdict)
     print(verdict_line(verdict), flush=True)
+    print(f"verdict time {time.perf_counter() - start:.6f} s", flush=True)
     return exit_status(verdict)
