@@ -70,6 +70,8 @@ def assert_clean(job, expected):
     assert all(r[2] == 0 for r in rows.values()), rows
     checks = job.csv("invariants.csv")
     assert (checks.passed.astype(str) == "True").all(), checks[checks.passed.astype(str) != "True"]
+    verdict = json.loads((job.out / "verdict.json").read_text())
+    assert verdict["verdict"] == "pass" and len(verdict["cases"]) == len(expected), verdict["reason"]
 
 
 @pytest.fixture(scope="module")
