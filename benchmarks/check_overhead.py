@@ -13,7 +13,7 @@ the medians:
     on_total:   steps / (loop + online check + final verdict)
     off:        steps / loop time without history
 
-    python benchmarks/check_overhead.py [--ranks 3] [--steps 400] [--pairs 5]
+    python benchmarks/check_overhead.py [--ranks 3] [--steps 1500] [--pairs 5]
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def timed_run(ranks: int, steps: int, strategy: str, history: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--strategy", default="native")
     parser.add_argument("--min-loop-s", type=float, default=2.0)

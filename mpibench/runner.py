@@ -192,6 +192,7 @@ def online_check(folder: str, summary: Summary) -> None:
     start = time.perf_counter()
     verdict = check_case(folder)
     summary.check_s += time.perf_counter() - start
+    summary.case_verdict = verdict
     summary.checks, summary.violations = verdict.checks, verdict.violations
     summary.unknown = sum(1 for r in verdict.rows if r.passed is None)
     if verdict.first_violation is not None:

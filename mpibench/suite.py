@@ -206,18 +206,22 @@ def _finish(results, ranks: int, wall_s: float, backend=None, comm: MPI.Comm | N
     for config, summary in results:
         if summary.first_violation is not None:
             print(violation_message(summary, config, ranks), flush=True)
-    code = verdict_status(out)
+    code = verdict_status(out, [s.case_verdict for _, s in results if s.case_verdict is not None])
     return 1 if stuck else code
 
 
-def verdict_status(out: str | None) -> int:
-    """Write verdict.json and invariants.csv for the run in ``out``; 0 pass, 1 fail, 3 unknown."""
+def verdict_status(out: str | None, checked=()) -> int:
+    """Write verdict.json and invariants.csv for the run in ``out``; 0 pass, 1 fail, 3 unknown.
+
+    ``checked``: case verdicts the online checks already reached on complete histories
+    (the checker is deterministic: judging them again would give the same).
+    """
     from .check import check_run, exit_status, verdict_line, write_outputs
 
     if out is None:
         return 3
     start = time.perf_counter()
-    verdict = check_run(out)
+    verdict = check_run(out, {c.case: c for c in checked})
     write_outputs(out, verdict)
     print(verdict_line(verdict), flush=True)
     print(f"verdict time {time.perf_counter() - start:.6f} s", flush=True)

@@ -42,6 +42,7 @@ class Summary:
     batch_max: int | None = None
     error: str | None = None  # a run that could not go on
     check_s: float = 0.0  # the online check of the case's history, on the first live member
+    case_verdict: object = None  # that check's mpibench.check.CaseVerdict (reused for verdict.json)
 
     def note_batch(self, effective_batch: int) -> None:
         self.batch_min = effective_batch if self.batch_min is None else min(self.batch_min, effective_batch)

@@ -133,8 +133,13 @@ def read_case_ids(out_dir: str) -> list[str]:
     return [str(c) for c in cases]
 
 
-def check_run(out_dir: str) -> RunVerdict:
-    """Judge every case ``run.json`` lists; fail if any fails, else unknown if any is unknown."""
+def check_run(out_dir: str, checked: dict | None = None) -> RunVerdict:
+    """Judge every case ``run.json`` lists; fail if any fails, else unknown if any is unknown.
+
+    ``checked``: case id -> CaseVerdict already reached on that case's complete history in
+    this process (taken as it is, not judged again).
+    """
+    checked = checked or {}
     try:
         ids = read_case_ids(out_dir)
     except CannotJudge as exc:
@@ -142,7 +147,9 @@ def check_run(out_dir: str) -> RunVerdict:
     cases = []
     for cid in ids:
         folder = os.path.join(out_dir, "history", cid)
-        if not os.path.isdir(folder):
+        if cid in checked:
+            cases.append(checked[cid])
+        elif not os.path.isdir(folder):
             cases.append(CaseVerdict(cid, reason=f"history/{cid} missing"))
         else:
             cases.append(check_case(folder))
