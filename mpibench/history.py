@@ -18,7 +18,7 @@ import base64
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -84,7 +84,7 @@ class History:
         self._file.flush()
 
     def attempt(self, record: AttemptRecord) -> None:
-        self._line({"kind": "attempt", **asdict(record)})
+        self._line({"kind": "attempt", **vars(record)})  # shallow: asdict deep-copies every list
 
     def decision(self, step: int, attempt: int, decision: str) -> None:
         self._line({"kind": "decision", "step": step, "attempt": attempt, "decision": decision})
