@@ -55,8 +55,12 @@ ifneq ($(MPI),embedded)
 endif
 	touch $@
 
+# The launcher's exit status is not the verdict (mpirun can exit 0 after a violation
+# under ULFM): bad usage (2) stops here, otherwise the checker's verdict is the status.
 run: $(STAMP)
-	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench --out $(OUT)
+	@status=0; $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench --out $(OUT) </dev/null || status=$$?; \
+	if [ $$status = 2 ]; then exit 2; fi; \
+	$(PY) -m mpibench check $(OUT)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -92,6 +92,18 @@ mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on th
     esac
 }
 
+mpibench_verdict() {  # OUT LAUNCH_STATUS ARGS...: the job's status from the checker's verdict
+    # The launcher can exit 0 after a violation (ULFM): for the main job and `run`, the
+    # status is `python -m mpibench check OUT` (0 pass, 1 violation, 3 cannot judge);
+    # bad usage (2) and other commands keep the launcher's status.
+    local out="$1" launched="$2"
+    shift 2
+    if [[ "$launched" == 2 ]] || [[ -n "${1:-}" && "$1" != -* && "$1" != run ]]; then
+        return "$launched"
+    fi
+    "$PY" -m mpibench check "$out"
+}
+
 mpibench_finish_part() {  # DIR STATUS: record a part's exit status for the merge step
     echo "$2" > "$1/exit_status"
 }

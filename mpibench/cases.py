@@ -4,7 +4,10 @@ A case is (seed, workers, strategy, recovery, steps, schedule). It is written
 to a folder as ``schedule.toml`` and run with ``run --scenario FILE.toml``, so
 the exact command that replays it is an ordinary ``run`` command line. Its
 outcome is read back from the job's CSVs: a row for ``sweep.csv`` whose
-columns, the ``_s`` ones aside, depend only on the case.
+columns, the ``_s`` ones aside, depend only on the case. The verdict is the
+checker's, computed here from the job's history (never the launcher's exit
+status, which can be 0 after a violation): a case whose history cannot be
+judged is ``no-verdict``, never a pass.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from .launch import JobResult, mpibench_command, run_job
 
-OK, VIOLATION, CRASH, HANG = "ok", "violation", "crash", "hang"
+OK, VIOLATION, CRASH, HANG, NO_VERDICT = "ok", "violation", "crash", "hang", "no-verdict"
 
 
 @dataclass(frozen=True)
@@ -107,26 +110,40 @@ def read_rows(path: Path) -> list[dict]:
         return []
 
 
+def case_verdict(out_dir: Path):
+    """The checker's verdict on a job's output folder (also written there as verdict.json)."""
+    from .check import check_run, write_outputs
+
+    verdict = check_run(str(out_dir))
+    if (out_dir / "run.json").exists():
+        write_outputs(str(out_dir), verdict)
+    return verdict
+
+
 def judge(case: Case, out_dir: Path, job: JobResult, replay: str) -> Outcome:
-    """The case's outcome from its CSVs and exit status; a broken job is a finding, not a pass."""
-    steps = read_rows(out_dir / "steps.csv")
-    checks = read_rows(out_dir / "invariants.csv")
-    bad = [r for r in checks if r["passed"] != "true"]
+    """The case's outcome from the checker's verdict; a broken job is a finding, not a pass."""
+    verdict = case_verdict(out_dir)
+    steps = sum(c.steps for c in verdict.cases)
     injected: dict[str, int] = {}
     for row in read_rows(out_dir / "faults.csv"):
         injected[row["kind"]] = injected.get(row["kind"], 0) + 1
-    first = f"{bad[0]['step']} {bad[0]['invariant']}" if bad else ""
-    invariant = bad[0]["invariant"] if bad else None
+    v = verdict.first_violation
+    first = f"{v.step} {v.invariant}" if v else ""
     finished = "wall time" in job.stdout_tail  # the summary was printed: any trouble came on the way out
-    if job.hung:
+    if verdict.verdict == "fail":
+        outcome = VIOLATION  # whatever the launcher said
+    elif job.hung:
         outcome = HANG
         first = (f"hung at exit after a finished run (killed at the {job.deadline_s:g} s deadline)"
                  if finished else f"hung: no exit within the {job.deadline_s:g} s deadline")
-    elif job.returncode not in (0, 1) or (job.returncode == 1) != bool(bad):
+    elif job.returncode != 0:
         outcome = CRASH
-        first = (f"job exited {job.returncode}" + (f" after {first}" if first else "")
-                 + (" at exit after a finished run" if finished else ""))
+        first = (f"job exited {job.returncode}" + (" at exit after a finished run" if finished else "")
+                 + (f"; no verdict: {verdict.reason}" if verdict.verdict == "unknown" else ""))
+    elif verdict.verdict == "unknown":
+        outcome = NO_VERDICT
+        first = f"no verdict: {verdict.reason}"
     else:
-        outcome = VIOLATION if bad else OK
-    return Outcome(case, outcome, len(steps), len(checks), len(bad), first, invariant, replay, job,
-                   injected)
+        outcome = OK
+    return Outcome(case, outcome, steps, verdict.checks, verdict.violations, first,
+                   v.invariant if v else None, replay, job, injected)

@@ -1,7 +1,8 @@
 """Command line: ``python -m mpibench [COMMAND]`` (see ``--help``).
 
 Exit status: 0 when every invariant held, 1 when one was violated or a run
-could not go on, 2 for bad usage or bad input (one line, no traceback).
+could not go on, 2 for bad usage or bad input (one line, no traceback), 3 when
+the checker cannot judge the run (history missing or incomplete).
 """
 from __future__ import annotations
 
@@ -136,8 +137,9 @@ def main(ctx, **kw):
     Without a command (under mpirun) this is the main job: every named fault
     scenario under ring and PS with identical schedules, then the collective
     benchmarks; CSVs, run.json and report.html go to --out, and a summary table
-    is printed. Exit status: 0 all invariants held, 1 a violation (the message
-    names step, invariant and the replay command), 2 bad usage or input.
+    is printed. Exit status (from the checker's verdict.json): 0 all invariants
+    held, 1 a violation (the message names step, invariant and the replay
+    command), 2 bad usage or input, 3 the history cannot be judged.
 
     \b
     Example:  mpirun -n 8 --oversubscribe --with-ft ulfm --prtemca state_base_recoverable 1 \
@@ -321,6 +323,22 @@ def replacement():
     from mpibench.faults.respawn import replacement_main
 
     sys.exit(_guarded(replacement_main))
+
+
+@main.command()
+@click.argument("out_dir", metavar="DIR", type=click.Path(file_okay=False))
+def check(out_dir):
+    """Judge a run folder from its history alone (no MPI); write verdict.json and invariants.csv.
+
+    Reads DIR/run.json and DIR/history/, rebuilds data, shards and epoch orders
+    from the seed, and checks the six invariants. Exit status: 0 pass, 1 a
+    violation (printed with step, invariant and replay command), 3 cannot judge
+    (no run.json, no history, a worker's file missing or cut short without a
+    scheduled kill), 2 bad usage.
+    """
+    from .check.command import check_command
+
+    sys.exit(check_command(out_dir))
 
 
 @main.command()

@@ -66,6 +66,14 @@ class Cursor:
     position: int = 0
 
 
+def next_cursor(cursor: Cursor, shard_len: int, batch_size: int) -> Cursor:
+    """Where a walk stands after one batch from ``cursor`` (the epoch's last batch may be short)."""
+    if shard_len == 0:
+        return cursor
+    end = min(cursor.position + batch_size, shard_len)
+    return Cursor(cursor.epoch + 1, 0) if end == shard_len else Cursor(cursor.epoch, end)
+
+
 class ShardWalker:
     """Walks one shard in a seeded order per epoch with a fixed local batch size.
 
@@ -94,6 +102,4 @@ class ShardWalker:
             return self.shard[:0], cursor
         order = self.epoch_order(cursor.epoch)
         end = min(cursor.position + self.batch_size, len(order))
-        indices = order[cursor.position:end]
-        after = Cursor(cursor.epoch + 1, 0) if end == len(order) else Cursor(cursor.epoch, end)
-        return indices, after
+        return order[cursor.position:end], next_cursor(cursor, len(order), self.batch_size)

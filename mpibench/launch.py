@@ -97,11 +97,24 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float) -> JobResult:
     return JobResult(code, time.perf_counter() - start, deadline_s, tail(out_path), tail(err_path))
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM the job's whole process group, then SIGKILL what is left after ``grace_s``
+    (a stuck launcher can ignore SIGTERM)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:
+            try:  # the launcher is gone; its ranks may not be
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return
 
 
 def kill_all() -> None:

@@ -183,6 +183,13 @@ MUTANTS = {m.name: m for m in [
     Mutant("dead-leak", "a dead rank's partial sum left in the redone step", needs_faults=True),
     Mutant("stale-rejoin", "a respawned or healed rank rejoins with stale parameters", needs_faults=True),
     Mutant("double-apply", "a redone step applied on top of the aborted one", needs_faults=True),
+    Mutant("resume-epoch-start", "a replacement resumes at the start of its epoch", needs_faults=True),
+    Mutant("shard-swap", "survivors walk the shard of their new rank after a shrink", needs_faults=True),
+    Mutant("drop-tail", "the short last batch of an epoch is skipped"),
+    Mutant("no-reshuffle", "every epoch walks epoch 0's order"),
+    Mutant("keep-aborted", "a retry keeps the aborted attempt's update", needs_faults=True),
+    Mutant("minority-commit", "a cut-off minority commits the step on its own", needs_faults=True),
+    Mutant("skip-member", "a live worker's batch is consumed but left out of the reduction"),
 ]}
 
 
@@ -194,7 +201,10 @@ def strategy_factory(mutant: str, batch_size: int):
     """
     from .sync import STRATEGIES, make_strategy
 
-    mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin}
+    from .loop_mutants import SkipMemberMixin
+
+    mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin,
+              "skip-member": SkipMemberMixin}
 
     def build(name, comm, backend, n_params, options=None):
         if mutant in RINGS:
@@ -295,10 +305,13 @@ def install(mutant: str) -> None:
     name is replaced by a subclass carrying the mutant, in this process only.
     """
     from . import runner, worker
+    from .loop_mutants import LOOP_MUTANTS
 
     if mutant not in MUTANTS:
         raise ValueError(f"unknown mutant {mutant!r} (choose from {', '.join(MUTANTS)})")
     base = worker.Trainer
+    if mutant in LOOP_MUTANTS:  # a mistake in the loop itself: its hook overridden
+        base = type(f"{LOOP_MUTANTS[mutant].__name__}Trainer", (LOOP_MUTANTS[mutant], base), {})
 
     class MutantTrainer(base):
         def __init__(self, config, *args, **kw):

@@ -17,7 +17,8 @@ SCHEMA_VERSION = 1
 STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", "contributing",
                 "excluded", "effective_batch", "epoch_ends", "loss_mean", "loss_var",
                 "step_time_s", "sync_time_s", "check_time_s"]
-INVARIANT_COLUMNS = ["scenario", "strategy", "step", "invariant", "passed", "detail"]
+# invariants.csv is written by the checker (mpibench.check.outputs), after the run.
+INVARIANT_COLUMNS = ["scenario", "strategy", "recovery", "step", "invariant", "passed", "detail"]
 FAULT_COLUMNS = ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"]
 BENCH_COLUMNS = ["strategy", "ranks", "bytes", "iterations", "time_min_s", "time_avg_s",
                  "time_max_s", "algbw_gbps", "busbw_gbps", "errors", "tag"]
@@ -102,19 +103,22 @@ class LazyCsvLog:
 
 
 class RunRecords:
-    """The record files of one output folder (only rank 0 of a job holds real ones)."""
+    """The record files of one output folder (only rank 0 of a job holds real ones).
+
+    The per-worker history and the checker's verdict.json and invariants.csv are
+    written elsewhere (:mod:`mpibench.history`, :mod:`mpibench.check`).
+    """
 
     def __init__(self, out_dir: str | None, append: bool = False):
         self.out_dir = out_dir
         if out_dir is None:
-            self.steps = self.invariants = self.faults = self.transfers = NullLog()
+            self.steps = self.faults = self.transfers = NullLog()
             return
         os.makedirs(out_dir, exist_ok=True)
         self.steps = CsvLog(os.path.join(out_dir, "steps.csv"), STEP_COLUMNS, append)
-        self.invariants = CsvLog(os.path.join(out_dir, "invariants.csv"), INVARIANT_COLUMNS, append)
         self.faults = CsvLog(os.path.join(out_dir, "faults.csv"), FAULT_COLUMNS, append)
         self.transfers = LazyCsvLog(os.path.join(out_dir, "transfers.csv"), TRANSFER_COLUMNS, append)
 
     def close(self) -> None:
-        for log in (self.steps, self.invariants, self.faults, self.transfers):
+        for log in (self.steps, self.faults, self.transfers):
             log.close()

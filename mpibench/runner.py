@@ -6,8 +6,9 @@ import os
 from mpi4py import MPI
 
 from .comm import Comm
-from .config import RunConfig, UsageError
+from .config import RunConfig, UsageError, replay_command
 from .data import make_dataset, make_shards
+from .history import History, NoHistory, case_id, schedule_data, write_case
 from .records import RunRecords
 from .worker import Summary, Trainer
 
@@ -51,12 +52,51 @@ def _check_ulfm(schedule) -> None:
         raise UsageError(f"scenario {schedule.name!r} kills ranks but ULFM is not active: {runinfo.ulfm_hint()}")
 
 
+def _field(continuation, name: str):
+    """A field of the job's continuation (a dict or a dataclass), or None."""
+    if continuation is None:
+        return None
+    if isinstance(continuation, dict):
+        return continuation.get(name)
+    return getattr(continuation, name, None)
+
+
+def case_dir(config: RunConfig, continuation) -> str | None:
+    """``OUT/history/CASE_ID`` of the case ``config`` runs as, or None when no history is kept."""
+    out = _field(continuation, "out")
+    if out is None or os.environ.get("MPIBENCH_HISTORY") == "off":  # benchmarks only: nothing to judge
+        return None
+    index = _field(continuation, "index") or 0
+    return os.path.join(out, "history", case_id(index, config.scenario, config.strategy, config.recovery))
+
+
+def open_history(config: RunConfig, continuation, worker: int, joined_step: int | None = None):
+    """This process's history file for the case (``joined_step``: a replacement joining there)."""
+    folder = case_dir(config, continuation)
+    if folder is None:
+        return NoHistory()
+    return History(folder, worker, joined_step or 0, replacement=joined_step is not None)
+
+
+def write_case_json(config: RunConfig, schedule, continuation, world_size: int) -> None:
+    """``case.json``: what the checker needs to know about the case (first live member, before step 0)."""
+    folder = case_dir(config, continuation)
+    if folder is None:
+        return
+    write_case(folder, {
+        "case": os.path.basename(folder), "index": _field(continuation, "index") or 0,
+        "scenario": config.scenario, "strategy": config.strategy, "recovery": config.recovery,
+        "world_size": world_size, "seed": config.seed, "config": config.as_dict(),
+        "schedule": schedule_data(schedule), "replay": replay_command(config, world_size)})
+
+
 def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, records: RunRecords, backend,
-                  world_size: int, pids=None, continuation=None, **resume) -> Trainer:
+                  world_size: int, pids=None, continuation=None, history=None, **resume) -> Trainer:
     """A trainer on ``mpi_comm``: plain, or under the fault schedule with its recovery policy.
 
     ``resume`` (replacements only): ``shard_id``, ``params``, ``cursor`` and the
-    recovery ``state`` the survivors handed over.
+    recovery ``state`` the survivors handed over. ``history``: where this worker
+    appends its records (default: none kept).
     """
     from mpibench.faults.recovery import FaultRecovery
     from mpibench.faults.wrapper import Injector
@@ -67,7 +107,7 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
     state = resume.pop("state", None)
     if not schedule.events:
         comm = Comm(mpi_comm, worker_ids, deadline_s=config.deadline_s)
-        return Trainer(config, comm, backend, dataset, shards, records, world_size, **resume)
+        return Trainer(config, comm, backend, dataset, shards, records, world_size, history=history, **resume)
     injector = Injector(schedule, me, config.straggler_deadline, spent_kills=state is not None)
     if pids is None:
         pids = dict(zip(worker_ids, mpi_comm.allgather(os.getpid())))
@@ -75,7 +115,8 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
     if state is not None:
         recovery.set_state(state)
     comm = recovery.make_comm(mpi_comm, worker_ids)
-    trainer = Trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery, **resume)
+    trainer = Trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery,
+                      history=history, **resume)
     if state is None:
         recovery.rebuild(trainer)  # the data plane gets its own communicator
     return trainer
@@ -99,13 +140,18 @@ def run_scenario_on(config: RunConfig, mpi_comm: MPI.Comm, records: RunRecords, 
     _check_ulfm(schedule)
     config = scenario_config(config, schedule)
     config.validate(n)
+    if mpi_comm.Get_rank() == 0:
+        write_case_json(config, schedule, continuation, n)
+    history = open_history(config, continuation, mpi_comm.Get_rank())
     trainer = build_trainer(config, schedule, mpi_comm, tuple(range(n)), records, backend, n,
-                            continuation=continuation)
-    return train_and_finish(trainer)
+                            continuation=continuation, history=history)
+    return train_and_finish(trainer, folder=case_dir(config, continuation))
 
 
-def train_and_finish(trainer: Trainer, first_step: int = 0) -> tuple[Summary, MPI.Comm]:
-    """Run the loop, then agree on the summary; returns it and the membership's communicator."""
+def train_and_finish(trainer: Trainer, first_step: int = 0, folder: str | None = None) -> tuple[Summary, MPI.Comm]:
+    """Run the loop, close the history, check the case on the first live member (``folder``:
+    the case's history, None when none is kept), agree on the summary; returns it and the
+    membership's communicator."""
     from mpibench.faults import ulfm
     from mpibench.faults.recovery import RunStuck
 
@@ -115,6 +161,13 @@ def train_and_finish(trainer: Trainer, first_step: int = 0) -> tuple[Summary, MP
     except RunStuck as exc:  # uniform: every member reached the same verdict
         error = str(exc)
         trainer.recovery.fresh_control(trainer)  # the last attempt revoked the old one
+    trainer.close_history()
+    try:
+        trainer.comm.mpi.Barrier()  # every live member's history is complete before it is checked
+    except MPI.Exception:
+        pass  # a member died on the way out: the checker finds its file unclosed
+    if trainer.comm.rank == 0 and folder is not None:
+        online_check(folder, trainer.summary)
     summary = trainer.comm.mpi.bcast(trainer.summary if trainer.comm.rank == 0 else None, root=0)
     if error:
         summary.error = error
@@ -127,6 +180,34 @@ def train_and_finish(trainer: Trainer, first_step: int = 0) -> tuple[Summary, MP
     return summary, trainer.comm.mpi
 
 
+SHOWN_VIOLATIONS = 10
+
+
+def online_check(folder: str, summary: Summary) -> None:
+    """Check the case's history now; print each violation with its step, fill ``summary``."""
+    import time
+
+    from .check import check_case
+
+    start = time.perf_counter()
+    verdict = check_case(folder)
+    summary.check_s += time.perf_counter() - start
+    summary.case_verdict = verdict
+    summary.checks, summary.violations = verdict.checks, verdict.violations
+    summary.unknown = sum(1 for r in verdict.rows if r.passed is None)
+    if verdict.first_violation is not None:
+        v = verdict.first_violation
+        summary.first_violation = (v.step, v.invariant, v.detail)
+    bad = [row for row in verdict.rows if row.passed is not True]
+    for row in bad[:SHOWN_VIOLATIONS]:
+        print(f"violation: {verdict.case} step {row.step}: {row.invariant}: {row.detail}", flush=True)
+    if len(bad) > SHOWN_VIOLATIONS:
+        print(f"violation: {verdict.case}: {len(bad) - SHOWN_VIOLATIONS} more (see invariants.csv)", flush=True)
+    if verdict.verdict == "unknown":
+        summary.unknown += 1
+        print(f"check: {verdict.case}: cannot judge: {verdict.reason}", flush=True)
+
+
 def resume_scenario(merged: MPI.Comm, payload: dict) -> int:
     """A replacement's life: join the scenario at the failed step, then the continuation."""
     from mpibench.kernels import select_backend
@@ -136,12 +217,14 @@ def resume_scenario(merged: MPI.Comm, payload: dict) -> int:
     me = ids[merged.Get_rank()]
     backend = select_backend(config.device)
     params = payload["params"].copy()
+    history = open_history(config, payload["continuation"], me, joined_step=step)
     trainer = build_trainer(config, payload["schedule"], merged, ids, RunRecords(None), backend,
                             payload["world_size"], payload["pids"], payload["continuation"],
                             shard_id=me, params=params, cursor=payload["cursors"][me],
-                            state=payload["state"])
+                            state=payload["state"], history=history, known_cursors=payload["cursors"])
     trainer.recovery.recover(trainer, step, None, joined=True)
-    summary, comm = train_and_finish(trainer, first_step=step)
+    summary, comm = train_and_finish(trainer, first_step=step,
+                                     folder=case_dir(config, payload["continuation"]))
     from .suite import continue_after_scenario
 
     return continue_after_scenario(comm, payload["continuation"], config, summary)

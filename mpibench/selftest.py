@@ -48,11 +48,14 @@ class Trial:
     samples: int = UNEVEN_SAMPLES
     batch_size: int = UNEVEN_BATCH
     group: str = "mutant"  # mutant | equal | control
+    check_every: int = 1
 
     def case(self) -> Case:
         from mpibench.faults import Schedule
 
         extra = ["--samples", str(self.samples), "--batch-size", str(self.batch_size)]
+        if self.check_every != 1:
+            extra += ["--check-every", str(self.check_every)]
         if self.mutant:
             extra += ["--mutant", self.mutant]
         schedule = Schedule(f"selftest-{self.label}", self.workers, tuple(self.events))
@@ -72,7 +75,7 @@ def equal_batches(seed: int, workers: int, min_batch: int = 4, max_batch: int = 
 
 
 def fault_events():
-    """The schedules the recovery mutants need (worker 0 is never killed)."""
+    """The schedules the recovery mutants need."""
     from mpibench.faults import Kill, Partition
 
     return {
@@ -80,14 +83,26 @@ def fault_events():
         "stale-rejoin": (Partition(((0, 1), (2,)), 1, 3),),
         "stale-rejoin/respawn": (Kill(2, 1, "before_compute"),),
         "double-apply": (Kill(2, 1, "after_apply"),),
+        "resume-epoch-start/respawn": (Kill(2, 3, "before_compute"),),
+        "shard-swap": (Kill(1, 2, "before_compute"),),
+        "keep-aborted": (Kill(2, 1, "after_apply"),),
+        "minority-commit": (Partition(((0, 1), (2,)), 1, 3),),
     }
+
+
+# Mutants whose schedule lives under another label, and the run options they need.
+FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn"}
+CHECK_EVERY = {"keep-aborted": 2}
 
 
 def trials() -> list[Trial]:
     faults = fault_events()
     plan = []
     for name in MUTANTS:
-        plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), 3, True, faults.get(name, ())))
+        label = FAULTS_OF.get(name, name)
+        recovery = "respawn" if label.endswith("respawn") else "shrink"
+        plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), 3, True, faults.get(label, ()),
+                          recovery, check_every=CHECK_EVERY.get(name, 1)))
     plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", 3, True,
                       faults["stale-rejoin/respawn"], "respawn"))
     samples, batch = equal_batches(0, 3)
@@ -100,7 +115,7 @@ def trials() -> list[Trial]:
     for name, events in faults.items():
         recovery = "respawn" if name.endswith("respawn") else "shrink"
         plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), 3, False, events,
-                          recovery, group="control"))
+                          recovery, group="control", check_every=CHECK_EVERY.get(name, 1)))
     return plan
 
 

@@ -7,6 +7,7 @@ from mpi4py import MPI
 
 from . import runinfo
 from .config import RunConfig, UsageError
+from .history import case_id
 from .records import RunRecords
 from .runner import free_comm, prepare, recoverable_dup, run_scenario, run_scenario_on
 from .worker import Summary, violation_message
@@ -70,12 +71,17 @@ def single_run(config: RunConfig, out: str) -> int:
     prepare(config, world.Get_size())  # bad input fails before anything is written
     backend = _backend(config)
     records = RunRecords(out if world.Get_rank() == 0 else None)
-    _write_run_json(out, config, world, backend)
+    _write_run_json(out, config, world, backend, {"cases": [case_id(0, config.scenario, config.strategy,
+                                                                     config.recovery)]})
     start = time.perf_counter()
     summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
-                                    continuation={"kind": "single"})
+                                    continuation={"kind": "single", "out": out, "index": 0})
     records.close()
-    code = _finish([(config, summary)], world.Get_size(), time.perf_counter() - start, backend, comm)
+    wall_s = time.perf_counter() - start
+    if comm.Get_rank() == 0:
+        print(f"timing: {summary.steps} steps, loop {wall_s - summary.check_s:.6f} s, "
+              f"online check {summary.check_s:.6f} s", flush=True)
+    code = _finish([(config, summary)], world.Get_size(), wall_s, backend, comm, out)
     code = comm.bcast(code, root=0)
     free_comm(comm)
     return code
@@ -101,6 +107,8 @@ def main_job(base: RunConfig, out: str) -> int:
         calibration = results_job.start(world, base)  # while the job is still quiet
     records = RunRecords(out if world.Get_rank() == 0 else None)
     _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
+                                                "cases": [case_id(i, c.scenario, c.strategy, c.recovery)
+                                                          for i, c in enumerate(plan)],
                                                 "calibration": calibration.as_dict() if calibration else None})
     job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
            "calibration": calibration, "start": time.time()}
@@ -130,7 +138,7 @@ def _main_loop(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=
         main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
         results_job.finish(comm, job["out"], job["base"], job["calibration"], backend, sorted(STRATEGIES),
                            lambda text: _progress(comm, text))
-    code = _finish(results, n, time.time() - job["start"], backend, comm)
+    code = _finish(results, n, time.time() - job["start"], backend, comm, job["out"])
     code = comm.bcast(code, root=0)  # replacements saw only part of the job
     free_comm(comm)
     return code
@@ -161,7 +169,7 @@ def continue_after_scenario(comm: MPI.Comm, continuation, config: RunConfig, sum
         backend = _backend(continuation["base"])
         return _main_loop(continuation, comm, continuation["index"] + 1, RunRecords(None), backend,
                           resumed=(config, summary))
-    code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm)
+    code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm, continuation["out"])
     code = comm.bcast(code, root=0)
     free_comm(comm)
     return code
@@ -181,22 +189,40 @@ def summary_table(results: list[tuple[RunConfig, Summary]]) -> str:
     return "\n".join(lines)
 
 
-def _finish(results, ranks: int, wall_s: float, backend=None, comm: MPI.Comm | None = None) -> int:
+def _finish(results, ranks: int, wall_s: float, backend=None, comm: MPI.Comm | None = None,
+            out: str | None = None) -> int | None:
+    """Print the summary; the first live member judges the whole run from its history
+    (verdict.json, invariants.csv in ``out``) and returns the exit status (None elsewhere)."""
     # Rank 0 of the job's current communicator prints: replacements are rank 0 of their own world.
-    first = (comm or MPI.COMM_WORLD).Get_rank() == 0
-    if first:
-        print(summary_table(results))
-        print(f"wall time {wall_s:.1f} s on {ranks} ranks")
-        if backend is not None:
-            print(runinfo.transfer_line(backend))
+    if (comm or MPI.COMM_WORLD).Get_rank() != 0:
+        return None
+    print(summary_table(results))
+    print(f"wall time {wall_s:.1f} s on {ranks} ranks")
+    if backend is not None:
+        print(runinfo.transfer_line(backend))
     stuck = [(c, s) for c, s in results if s.error]
-    if first:
-        for config, summary in stuck:
-            print(f"stuck: {config.scenario} under {config.strategy}: {summary.error}", flush=True)
-    bad = [(c, s) for c, s in results if s.violations]
-    if not bad:
-        return 1 if stuck else 0
-    if first:
-        for config, summary in bad:
+    for config, summary in stuck:
+        print(f"stuck: {config.scenario} under {config.strategy}: {summary.error}", flush=True)
+    for config, summary in results:
+        if summary.first_violation is not None:
             print(violation_message(summary, config, ranks), flush=True)
-    return 1
+    code = verdict_status(out, [s.case_verdict for _, s in results if s.case_verdict is not None])
+    return 1 if stuck else code
+
+
+def verdict_status(out: str | None, checked=()) -> int:
+    """Write verdict.json and invariants.csv for the run in ``out``; 0 pass, 1 fail, 3 unknown.
+
+    ``checked``: case verdicts the online checks already reached on complete histories
+    (the checker is deterministic: judging them again would give the same).
+    """
+    from .check import check_run, exit_status, verdict_line, write_outputs
+
+    if out is None:
+        return 3
+    start = time.perf_counter()
+    verdict = check_run(out, {c.case: c for c in checked})
+    write_outputs(out, verdict)
+    print(verdict_line(verdict), flush=True)
+    print(f"verdict time {time.perf_counter() - start:.6f} s", flush=True)
+    return exit_status(verdict)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from .cases import CRASH, HANG, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
+from .cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
 from .launch import kill_all, launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
@@ -154,7 +154,7 @@ def minimise_case(outcome: Outcome, settings: SweepSettings, stream) -> None:
 # ---------------------------------------------------------------------------- summary
 def tally(outcomes: list[Outcome]) -> dict:
     """Outcome counts, scheduled events by kind, and faults.csv rows by kind."""
-    counts = {k: sum(o.outcome == k for o in outcomes) for k in (OK, VIOLATION, CRASH, HANG)}
+    counts = {k: sum(o.outcome == k for o in outcomes) for k in (OK, VIOLATION, CRASH, HANG, NO_VERDICT)}
     planned = {"kill": 0, "delay": 0, "partition": 0}
     injected: dict[str, int] = {}
     for o in outcomes:
@@ -191,13 +191,15 @@ def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
     counts, planned, injected = t["outcomes"], t["scheduled"], t["injected"]
     rate = len(outcomes) / (wall_s / 60) if wall_s > 0 else 0.0
     lines = [f"{len(outcomes)} cases in {wall_s:.0f} s ({rate:.1f} cases/min): "
-             f"{counts[OK]} ok, {counts[VIOLATION]} violating, {counts[CRASH]} crashed, {counts[HANG]} hung",
+             f"{counts[OK]} ok, {counts[VIOLATION]} violating, {counts[CRASH]} crashed, {counts[HANG]} hung, "
+             f"{counts[NO_VERDICT]} without a verdict",
              f"scheduled: {planned['kill']} kills, {planned['partition']} partitions, "
              f"{planned['delay']} stragglers; faults.csv rows: "
              + (", ".join(f"{n} {k}" for k, n in sorted(injected.items())) or "none")]
     for o in outcomes:
         if o.outcome != OK:
-            gist = f"\n    stderr: {stderr_gist(o.job.stderr_tail)}" if o.outcome in (CRASH, HANG) else ""
+            gist = (f"\n    stderr: {stderr_gist(o.job.stderr_tail)}" if o.outcome in (CRASH, HANG, NO_VERDICT)
+                    else "")
             lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}{gist}\n    replay: {o.replay}"
                          + (f"\n    minimal: {o.minimal}" if o.minimal else ""))
     return "\n".join(lines)

@@ -1,16 +1,16 @@
-"""The worker loop: compute, synchronise, record, check; the same for every strategy.
+"""The worker loop: compute, synchronise, record; the same for every strategy.
 
 Each rank is one worker that owns one shard. A step computes the local
 gradient sum on the next batch, hands it to the sync strategy (which applies
-the averaged update in place), then gathers the step's evidence on the
-membership's first rank, where the invariant checker judges it against the
-single-process reference. The loop never knows which strategy runs; faults
-reach it only as :class:`~mpibench.comm.CommError` from the communicator,
-and what to do about them is the job of a :class:`Recovery`.
+the averaged update in place) and appends what it did to this worker's
+history (:mod:`mpibench.history`) before the commit decision. Nothing here
+judges a step: the checker reads the histories afterwards. The loop never
+knows which strategy runs; faults reach it only as
+:class:`~mpibench.comm.CommError` from the communicator, and what to do about
+them is the job of a :class:`Recovery`.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 
@@ -21,8 +21,8 @@ from mpi4py import MPI
 from .aggregate import moments_from_totals
 from .comm import Comm, CommError, translate
 from .config import RunConfig, replay_command
-from .data import Cursor, Dataset, ShardWalker
-from .invariants import Batch, Checker, StepEvidence, Verdict
+from .data import Cursor, Dataset, ShardWalker, next_cursor
+from .history import AttemptRecord, NoHistory, params_b64, params_digest
 from mpibench.kernels.counts import transfer_counts
 from .model import MLP, Shapes, init_params
 from .records import RunRecords, ranks_text
@@ -42,6 +42,8 @@ class Summary:
     batch_min: int | None = None
     batch_max: int | None = None
     error: str | None = None  # a run that could not go on
+    check_s: float = 0.0  # the online check of the case's history, on the first live member
+    case_verdict: object = None  # that check's mpibench.check.CaseVerdict (reused for verdict.json)
 
     def note_batch(self, effective_batch: int) -> None:
         self.batch_min = effective_batch if self.batch_min is None else min(self.batch_min, effective_batch)
@@ -60,12 +62,11 @@ class StepOutcome:
     excluded: dict[int, str] = field(default_factory=dict)  # worker id -> reason
     consumed: bool = True  # this worker's batch was used up (its cursor moved on)
     effective_batch: int = 0
-    parts: list | None = None  # every member's evidence, on the checking rank
+    role: str = "contribute"
     transfers: object = None  # this worker's host/device copies in the step (device back-ends)
 
 
-def digest(params: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(params).tobytes(), digest_size=16).hexdigest()
+digest = params_digest  # the history's digest: blake2b of the float32 little-endian bytes
 
 
 class Recovery:
@@ -95,19 +96,8 @@ class Recovery:
             raise error
         return "commit"
 
-    def expected_contributing(self, trainer: "Trainer", step: int) -> tuple[int, ...]:
-        return trainer.comm.worker_ids
-
-    def checked_members(self, trainer: "Trainer") -> tuple[int, ...]:
-        """Members whose replicas must agree after the commit (stalled ones are not)."""
-        return trainer.comm.worker_ids
-
     def excluded(self, trainer: "Trainer", step: int) -> dict[int, str]:
         return {}
-
-    def stall_problem(self, trainer: "Trainer", step: int, digests: dict[int, str]) -> str | None:
-        """On the checking rank: a stalled worker whose parameters moved, if any."""
-        return None
 
     def handle(self, trainer: "Trainer", step: int, error: CommError | None) -> None:
         raise error if error is not None else RuntimeError(f"step {step} failed")
@@ -138,9 +128,10 @@ class Trainer:
                  shards: list[np.ndarray], records: RunRecords, world_size: int,
                  recovery: Recovery | None = None, shard_id: int | None = None,
                  params: np.ndarray | None = None, cursor: Cursor | None = None,
-                 strategy_factory=make_strategy):
+                 strategy_factory=make_strategy, history=None, known_cursors=None):
         self.config, self.comm, self.backend = config, comm, backend
         self.dataset, self.shards, self.records = dataset, shards, records
+        self.history = history or NoHistory()
         self.data_comm = comm  # the step group the strategy talks over (all members by default)
         self.world_size = world_size
         self.step_no = -1
@@ -153,11 +144,15 @@ class Trainer:
         self.shard_id = comm.worker_id if shard_id is None else shard_id
         self.walker = ShardWalker(config.seed, self.shard_id, shards[self.shard_id], config.batch_size)
         self.cursor = cursor or Cursor()
-        self.known_cursors: dict[int, Cursor] = {}  # on the checking rank: every worker's cursor
+        # Every worker's cursor after the last commit, kept by every worker from the
+        # agreed outcome of each step (no communication): a replacement is handed its
+        # dead worker's cursor from here.
+        self.known_cursors: dict[int, Cursor] = {w: Cursor() for w in range(world_size)}
+        self.known_cursors.update(known_cursors or {})
+        self.known_cursors[comm.worker_id] = self.cursor
         self.strategy: SyncStrategy | None = self._strategy()
-        self.checker = self._checker() if comm.rank == 0 else None
         self.summary = Summary()
-        self._last_check_step = -1
+        self._steps_run = 0
 
     def _strategy(self) -> SyncStrategy:
         options = {"bucket_bytes": self.config.bucket_bytes, "ps_shards": self.config.ps_shards,
@@ -166,19 +161,10 @@ class Trainer:
         return self.strategy_factory(self.config.strategy, self.data_comm, backend,
                                      self.shapes.n_params, options)
 
-    def _checker(self) -> Checker:
-        from .invariants import ModelSpec
-
-        return Checker(self.dataset.features, self.dataset.labels, self.shards,
-                       self.config.batch_size, ModelSpec(self.config.hidden, self.config.classes),
-                       complete_history=self.config.check_every == 1)
-
     def replace_comm(self, comm: Comm, data_comm: Comm | None = None) -> None:
         """Continue on a new membership (after a shrink or a respawn) and step group."""
         self.comm = comm
         self.set_data_comm(comm if data_comm is None else data_comm)
-        if comm.rank == 0 and self.checker is None:
-            self.checker = self._checker()
 
     def set_data_comm(self, data_comm: Comm | None) -> None:
         """Run the strategy over ``data_comm`` (None: this worker is outside the step group)."""
@@ -194,48 +180,72 @@ class Trainer:
             for step in range(first_step, self.config.steps):
                 watchdog.arm(step, self.comm.worker_ids)
                 committed = self._attempt(step)
+                self._steps_run = step + 1
                 if committed is not None:
                     self._record(*committed)
         finally:
             watchdog.disarm()
         return self.summary
 
+    def close_history(self) -> None:
+        """The case ended normally on this worker (``close`` names how many steps it ran)."""
+        self.history.close(self._steps_run)
+
     def _attempt(self, step: int):
         """Run ``step`` until it commits (or nobody may commit it), rolling back on a failure."""
         self.step_no = step
+        attempt = 0
         while True:
             result, error = None, None
+            held = self.params.copy()
             try:
                 # Recovery may re-sync healed workers here: the rollback point is taken
                 # after it, or a retry would roll them back to their stale parameters.
                 self.recovery.begin(self, step)
             except CommError as exc:
                 error = exc
+            if not np.array_equal(held, self.params):
+                self.history.resync(step, self.params)  # took the committing side's parameters
             cursor = self.cursor
             np.copyto(self.params_before, self.params)
+            self._pending = StepOutcome(step, None, self.walker.shard[:0], cursor, None)
             if error is None:
                 try:
                     result = self._step(step, cursor)
                 except CommError as exc:
                     error = exc
+            self._write_attempt(step, attempt, error)
             decision = self.recovery.commit(self, step, error)
+            self.history.decision(step, attempt, decision)
             if decision == "commit":
                 return result
-            np.copyto(self.params, self.params_before)
-            self.cursor = cursor
+            self.rollback(cursor)
             if decision == "skip":
                 return None
             self.recovery.handle(self, step, error)
+            attempt += 1
+
+    def rollback(self, cursor: Cursor) -> None:
+        """Undo an attempt that did not commit: its update and its batch."""
+        np.copyto(self.params, self.params_before)
+        self.cursor = cursor
+
+    def next_batch(self, cursor: Cursor) -> tuple[np.ndarray, Cursor]:
+        """The batch at ``cursor`` in this worker's shard and the cursor after it."""
+        return self.walker.batch(cursor)
 
     def _step(self, step: int, cursor: Cursor):
         start = time.perf_counter()
         role = self.recovery.role(self)
+        pending = self._pending
+        pending.role = role
         self.comm.mark(step, "before_compute")
-        excluded = self.recovery.excluded(self, step)
+        pending.excluded = self.recovery.excluded(self, step)
         if role == "stall":  # cut off from the committing side: nothing consumed, nothing applied
             indices, after, consumed = self.walker.shard[:0], cursor, False
         else:
-            (indices, after), consumed = self.walker.batch(cursor), True
+            (indices, after), consumed = self.next_batch(cursor), True
+        pending.batch, pending.consumed = indices, consumed
         reduction, loss_rows, effective_batch, sync_s = None, None, 0, 0.0
         transfers_before = transfer_counts(self.backend)
         if role == "contribute":
@@ -255,24 +265,10 @@ class Trainer:
             reduction, loss_rows, effective_batch = self._share(root, role, reduction, loss_rows,
                                                                 effective_batch)
         self.cursor = after
-        outcome = StepOutcome(step, reduction, indices, cursor, loss_rows, excluded, consumed,
-                              effective_batch)
+        pending.reduction, pending.loss_rows, pending.effective_batch = reduction, loss_rows, effective_batch
         if transfers_before is not None:
-            outcome.transfers = transfer_counts(self.backend) - transfers_before
-        # Gathered before the commit decision: a fast rank that dies early in the next step
-        # cannot break it (nobody leaves the commit agreement before everyone has gathered).
-        outcome.parts = self._collect(outcome)
-        return outcome, (time.perf_counter() - start, sync_s)
-
-    def _collect(self, outcome: StepOutcome):
-        """Every member's part of the step, on rank 0 (control plane)."""
-        checked = outcome.step % self.config.check_every == 0
-        mine = (self.comm.worker_id, self.shard_id, outcome.batch, outcome.cursor_before, outcome.consumed,
-                digest(self.params) if checked or not outcome.consumed else None, self.cursor)
-        try:
-            return self.comm.mpi.gather(mine, root=0)
-        except MPI.Exception as exc:
-            raise translate(exc, self.comm.worker_ids) from None
+            pending.transfers = transfer_counts(self.backend) - transfers_before
+        return pending, (time.perf_counter() - start, sync_s)
 
     def _share(self, root: int, role: str, reduction, loss_rows, effective_batch):
         """The step group's result, handed over the control plane to members outside it.
@@ -288,93 +284,80 @@ class Trainer:
             np.copyto(self.params, params)
         return reduction, loss_rows, effective_batch
 
-    # ------------------------------------------------------------------ records and checks
+    # ------------------------------------------------------------------ history and records
+    def _write_attempt(self, step: int, attempt: int, error) -> None:
+        """This attempt's evidence, flushed before the commit agreement starts."""
+        p = self._pending
+        group = sorted(self.data_comm.worker_ids) if self.data_comm is not None and p.role == "contribute" else []
+        full = bool(group) and group[0] == self.comm.worker_id
+        reduction = p.reduction
+        mean, var = _moments(p.loss_rows)
+        self.history.attempt(AttemptRecord(
+            step=step, attempt=attempt, role=p.role, members=sorted(self.comm.worker_ids), group=group,
+            shard=self.shard_id, cursor_before=[p.cursor_before.epoch, p.cursor_before.position],
+            cursor_after=[self.cursor.epoch, self.cursor.position] if error is None else
+            [p.cursor_before.epoch, p.cursor_before.position],
+            batch=[int(i) for i in p.batch], params_before=digest(self.params_before),
+            params_after=digest(self.params),
+            contributing=sorted(int(w) for w in reduction.contributing) if reduction is not None else None,
+            effective_batch=int(p.effective_batch) if reduction is not None else None,
+            pieces=[[int(o), int(n)] for o, n in reduction.pieces] if reduction is not None else None,
+            total_length=int(reduction.total_length) if reduction is not None else None,
+            loss_mean=mean, loss_var=var,
+            error=" ".join(str(error).split()) if error is not None else None,
+            full_before=params_b64(self.params_before) if full else None,
+            full_after=params_b64(self.params) if full else None))
+
+    def _advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
+        """Move every member that consumed a batch this step; (epoch ends, lowest contributing epoch)."""
+        ends, epochs = [], []
+        contributing = set(outcome.reduction.contributing) if outcome.reduction is not None else set()
+        for w in self.comm.worker_ids:
+            if outcome.excluded.get(w) == "unreachable" or (outcome.role == "stall" and w == self.comm.worker_id):
+                continue  # a stalled worker consumed nothing
+            before = self.known_cursors.get(w, Cursor())
+            after = next_cursor(before, len(self.shards[w]), self.config.batch_size)
+            if w in contributing:
+                epochs.append(before.epoch)
+            if after.epoch != before.epoch:
+                ends.append(w)
+            self.known_cursors[w] = after
+        return ends, min(epochs, default=None)
+
     def _record(self, outcome: StepOutcome, times) -> None:
         step_s, sync_s = times
         reduction = outcome.reduction
-        effective_batch = outcome.effective_batch
-        rows = outcome.loss_rows
-        moments = moments_from_totals(*rows.sum(axis=0)) if rows is not None and len(rows) else None
-        loss_mean, loss_var = moments if moments is not None else (None, None)
-        check_start = time.perf_counter()
-        evidence, shape = self._gather_evidence(outcome, effective_batch, loss_mean, loss_var)
-        verdicts = self.checker.check(evidence) if evidence is not None else []
-        if self.comm.rank == 0 and shape.stall_problem:
-            verdicts = [Verdict("membership", False, shape.stall_problem) if v.invariant == "membership"
-                        else v for v in verdicts]
-        check_s = time.perf_counter() - check_start
+        record_start = time.perf_counter()
+        epoch_ends, epoch = self._advance_known_cursors(outcome)
+        loss_mean, loss_var = _moments(outcome.loss_rows)
         self.summary.steps += 1
-        self.summary.note_batch(effective_batch)
+        self.summary.note_batch(outcome.effective_batch)
         if self.comm.rank != 0:
             return
         c = self.config
         self.records.steps.write({
             "scenario": c.scenario, "strategy": c.strategy, "recovery": c.recovery,
-            "step": outcome.step, "epoch": shape.min_epoch,
+            "step": outcome.step, "epoch": epoch,
             "members": ranks_text(self.comm.worker_ids),
             "contributing": ranks_text(reduction.contributing),
             "excluded": " ".join(f"{w}:{why}" for w, why in sorted(outcome.excluded.items())),
-            "effective_batch": effective_batch,
-            "epoch_ends": ranks_text(shape.epoch_ends),
+            "effective_batch": outcome.effective_batch,
+            "epoch_ends": ranks_text(epoch_ends),
             "loss_mean": loss_mean, "loss_var": loss_var,
-            "step_time_s": step_s, "sync_time_s": sync_s, "check_time_s": check_s})
-        for verdict in verdicts:
-            self._note_verdict(outcome.step, verdict)
+            "step_time_s": step_s, "sync_time_s": sync_s,
+            "check_time_s": time.perf_counter() - record_start})
         transfers_log = getattr(self.records, "transfers", None)
         if outcome.transfers is not None and transfers_log is not None:
             transfers_log.write({"scenario": c.scenario, "strategy": c.strategy, "step": outcome.step,
                                  "worker": self.comm.worker_id, "policy": self.backend.transfer.device_path,
                                  **outcome.transfers.as_row()})
 
-    def _note_verdict(self, step: int, verdict: Verdict) -> None:
-        c = self.config
-        self.records.invariants.write({"scenario": c.scenario, "strategy": c.strategy, "step": step,
-                                       "invariant": verdict.invariant,
-                                       "passed": "unknown" if verdict.passed is None else verdict.passed,
-                                       "detail": verdict.detail})
-        self.summary.checks += 1
-        if verdict.passed is None:
-            self.summary.unknown += 1
-        if verdict.passed is not True:
-            self.summary.violations += 1
-            if self.summary.first_violation is None:
-                self.summary.first_violation = (step, verdict.invariant, verdict.detail)
 
-    def _gather_evidence(self, outcome: StepOutcome, effective_batch, loss_mean, loss_var):
-        """Turn the collected parts into the checker's evidence (rank 0)."""
-        checked = outcome.step % self.config.check_every == 0
-        parts = outcome.parts
-        if self.comm.rank != 0:
-            return None, None
-        batches = {w: Batch(w, shard, idx, cur.epoch, cur.position)
-                   for w, shard, idx, cur, used, _, _ in parts if used}
-        self.known_cursors.update({w: after for w, _, _, _, _, _, after in parts})
-        contributing = tuple(outcome.reduction.contributing)
-        shape = StepShape(
-            min_epoch=min((b.epoch for w, b in batches.items() if w in contributing), default=None),
-            epoch_ends=[w for w, b in batches.items()
-                        if len(b.indices) and b.position + len(b.indices) == len(self.shards[b.shard])],
-            stall_problem=self.recovery.stall_problem(
-                self, outcome.step, {w: d for w, _, _, _, used, d, _ in parts if not used}))
-        if not checked:
-            return None, shape
-        evidence = StepEvidence(
-            step=outcome.step, members=tuple(self.recovery.checked_members(self)), contributing=contributing,
-            expected_contributing=tuple(self.recovery.expected_contributing(self, outcome.step)),
-            batches=batches, params_before=self.params_before, params_after=self.params,
-            digests={w: d for w, _, _, _, _, d, _ in parts}, pieces=list(outcome.reduction.pieces),
-            total_length=outcome.reduction.total_length, effective_batch=effective_batch,
-            loss_mean=loss_mean, loss_var=loss_var, lr=self.config.lr)
-        return evidence, shape
-
-
-@dataclass
-class StepShape:
-    """Per-step facts for the records that do not need a full check."""
-
-    min_epoch: int | None
-    epoch_ends: list[int]
-    stall_problem: str | None = None
+def _moments(rows) -> tuple[float | None, float | None]:
+    if rows is None or not len(rows):
+        return None, None
+    moments = moments_from_totals(*rows.sum(axis=0))
+    return (None, None) if moments is None else (float(moments[0]), float(moments[1]))
 
 
 def violation_message(summary: Summary, config: RunConfig, ranks: int) -> str:

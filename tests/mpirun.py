@@ -67,10 +67,23 @@ def run_command(cmd: list[str], timeout: float, out: Path | None = None) -> Job:
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
         stdout, stderr = proc.communicate()
         raise AssertionError(f"timed out after {timeout} s: {' '.join(cmd)}\n{stdout[-3000:]}\n{stderr[-3000:]}")
     return Job(proc.returncode, stdout, stderr, out)
+
+
+def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM the whole process group, SIGKILL it after ``grace_s`` (prterun can ignore TERM)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def run_cli(args: list[str], timeout: float = 60) -> Job:

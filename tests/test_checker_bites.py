@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mpirun import mpi_env, mpirun_command, run_command
+from mpirun import mpirun_command, run_cli, run_command
 
 pytestmark = pytest.mark.mpi
 
@@ -14,6 +14,8 @@ def test_mean_of_means_caught_on_first_uneven_step(tmp_path):
     driver = Path(__file__).parent / "drivers" / "unweighted_native.py"
     job = run_command(mpirun_command() + ["-n", "3", sys.executable, str(driver), str(tmp_path)], 90)
     assert job.returncode == 0, job.text
+    verdict = run_cli(["check", str(tmp_path)])
+    assert verdict.returncode == 1, verdict.text
     steps = pd.read_csv(tmp_path / "steps.csv")
     checks = pd.read_csv(tmp_path / "invariants.csv")
     equivalence = checks[checks.invariant == "equivalence"].set_index("step")

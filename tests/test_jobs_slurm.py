@@ -120,6 +120,7 @@ def check_run_folder(out: Path, ranks: int, ulfm: bool) -> None:
     assert len(read_csv(out / "steps.csv")) >= 5
     checks = read_csv(out / "invariants.csv")
     assert checks and {c["passed"] for c in checks} == {"true"}
+    assert json.loads((out / "verdict.json").read_text())["verdict"] == "pass"
     info = json.loads((out / "run.json").read_text())
     assert info["ranks"] == ranks
     assert info["ulfm"]["active"] is ulfm

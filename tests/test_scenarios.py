@@ -70,6 +70,8 @@ def assert_clean(job, expected):
     assert all(r[2] == 0 for r in rows.values()), rows
     checks = job.csv("invariants.csv")
     assert (checks.passed.astype(str) == "True").all(), checks[checks.passed.astype(str) != "True"]
+    verdict = json.loads((job.out / "verdict.json").read_text())
+    assert verdict["verdict"] == "pass" and len(verdict["cases"]) == len(expected), verdict["reason"]
 
 
 @pytest.fixture(scope="module")
@@ -130,16 +132,23 @@ def test_stragglers_waited_for_or_dropped_for_their_steps_only(shrink_job):
         assert all("dropped" in d for d in logged.detail) and list(logged.step) == [1, 2]
 
 
+def stall_records(job, scenario, strategy, worker):
+    """``worker``'s committed attempts in which it stalled, from its history file."""
+    (case,) = (job.out / "history").glob(f"*-{scenario}-{strategy}-shrink")
+    lines = [json.loads(line) for line in (case / f"worker-{worker}.jsonl").read_text().splitlines()]
+    return [a for a, d in zip(lines, lines[1:]) if a["kind"] == "attempt" and a["role"] == "stall"
+            and d.get("decision") == "commit"]
+
+
 def test_partitions_stall_the_minority_without_applying(shrink_job):
     steps, faults = shrink_job.csv("steps.csv"), shrink_job.csv("faults.csv")
     for strategy in ("ring", "ps"):
         for scenario, cut_steps in (("partition-minority", [1, 2, 3, 4]), ("partition-heal", [1, 2])):
             s = rows_of(steps, scenario, strategy).set_index("step")
             assert list(s.loc[cut_steps, "excluded"]) == ["3:unreachable"] * len(cut_steps)
-            stalls = rows_of(faults, scenario, strategy)
-            stalls = stalls[stalls.kind == "stall"]
-            assert list(stalls.step) == cut_steps
-            digests = {d.split("digest ")[1] for d in stalls.detail}
+            stalls = stall_records(shrink_job, scenario, strategy, 3)
+            assert [a["step"] for a in stalls] == cut_steps and not any(a["batch"] for a in stalls)
+            digests = {d for a in stalls for d in (a["params_before"], a["params_after"])}
             assert len(digests) == 1  # the stalled worker's parameters never moved
         healed = rows_of(faults, "partition-heal", strategy)
         assert list(healed[healed.kind == "resync"].step) == [3]

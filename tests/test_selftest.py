@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mpirun import mpirun_command, run_cli
-from mpibench.cases import CRASH, OK, VIOLATION, Outcome
+from mpibench.cases import CRASH, NO_VERDICT, OK, VIOLATION, Outcome
 from mpibench.data import shard_sizes
 from mpibench.launch import JobResult
 from mpibench.mutants import MUTANTS
@@ -13,7 +13,8 @@ from mpibench.selftest import equal_batches, run_selftest, trials, verdict
 from mpibench.sync import STRATEGIES
 
 REQUIRED = {"unweighted", "numerator-only", "offset-blind", "bounds-only", "variance-within",
-            "dead-leak", "stale-rejoin", "double-apply"}
+            "dead-leak", "stale-rejoin", "double-apply", "resume-epoch-start", "shard-swap", "drop-tail",
+            "no-reshuffle", "keep-aborted", "minority-commit", "skip-member"}
 
 
 def test_every_required_mutant_is_tried_and_none_is_a_production_strategy():
@@ -42,6 +43,7 @@ def outcome(kind, first="", checks=36):
     (False, outcome(OK), True, "0 violations in 36 checks"),
     (False, outcome(VIOLATION, "2 replicas"), False, "must not be"),
     (True, outcome(CRASH, "job exited 139"), False, "job failed"),
+    (False, outcome(NO_VERDICT, "no verdict: no run.json"), False, "job failed"),
 ])
 def test_verdicts(expect, result, good, needle):
     trial = next(t for t in trials() if t.expect_caught == expect)
@@ -58,10 +60,11 @@ def test_mutants_are_out_of_reach_of_normal_options():
 @pytest.mark.mpi
 def test_selftest_catches_and_the_equal_batch_control_does_not(tmp_path):
     stream = io.StringIO()
-    only = {"unweighted", "offset-blind", "variance-within", "unweighted/equal", "honest/native"}
+    only = {"unweighted", "offset-blind", "variance-within", "no-reshuffle", "unweighted/equal", "honest/native"}
     code = run_selftest(tmp_path, mpirun_command(), jobs=2, stream=stream, only=only)
     text = stream.getvalue()
     assert code == 0, text
     assert "unweighted                   caught by equivalence at step 1" in text
     assert "unweighted/equal             not distinguishable" in text
-    assert "selftest passed: 3 of 3 known-bad reductions caught" in text
+    assert "no-reshuffle                 caught by data at step 2" in text
+    assert "selftest passed: 4 of 4 known-bad reductions caught" in text

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mpirun import mpi_env, mpirun_command
-from mpibench.cases import CRASH, HANG, OK, VIOLATION, judge
+from mpibench.cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, judge
 from mpibench.launch import JobResult, run_job
 from mpibench.records import SWEEP_COLUMNS
 from mpibench.sweep import SweepPlan, SweepSettings, run_sweep, summary_text
@@ -53,15 +53,23 @@ def test_broken_jobs_are_findings_with_their_stderr(tmp_path, body, outcome, nee
     assert "4 cases" in summary_text(outcomes, 1.0)
 
 
-def test_exit_1_without_a_recorded_violation_is_a_crash_not_a_violation(tmp_path):
+def test_the_outcome_is_the_checkers_verdict_not_the_launchers_status(tmp_path):
+    from history_builder import build, find
+
     case = SweepPlan(1, (2,), ("ring",), 4).cases()[0]
-    (tmp_path / "invariants.csv").write_text("scenario,strategy,step,invariant,passed,detail\n")
-    result = judge(case, tmp_path, JobResult(1, 0.1, 10, "", "Traceback ..."), "replay")
-    assert result.outcome == CRASH
-    (tmp_path / "invariants.csv").write_text("scenario,strategy,step,invariant,passed,detail\n"
-                                             "x,ring,3,replicas,false,differ\nx,ring,4,data,unknown,raised\n")
-    result = judge(case, tmp_path, JobResult(1, 0.1, 10, "", ""), "replay")
-    assert (result.outcome, result.violations, result.first_violation) == (VIOLATION, 2, "3 replicas")
+    honest, planted, empty = tmp_path / "honest", tmp_path / "planted", tmp_path / "empty"
+    build(honest)
+    build(planted, tamper=lambda files, info: find(files, 2, 3).update(params_after="0" * 32))
+    empty.mkdir()
+    assert judge(case, honest, JobResult(0, 0.1, 10, "", ""), "replay").outcome == OK
+    assert judge(case, honest, JobResult(1, 0.1, 10, "", "Traceback ..."), "replay").outcome == CRASH
+    # mpirun can exit 0 after a violation: the history still says so
+    result = judge(case, planted, JobResult(0, 0.1, 10, "", ""), "replay")
+    assert (result.outcome, result.violations, result.first_violation) == (VIOLATION, 1, "3 replicas")
+    # no history: never a pass, even when the launcher says 0
+    result = judge(case, empty, JobResult(0, 0.1, 10, "", ""), "replay")
+    assert result.outcome == NO_VERDICT and "no run.json" in result.first_violation
+    assert (planted / "verdict.json").exists()
 
 
 # ---------------------------------------------------------------------------- with MPI

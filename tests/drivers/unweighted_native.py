@@ -1,6 +1,7 @@
 """Runs training with a known-bad reduction: the plain mean of per-worker means.
 
-Launched under mpirun by tests/test_checker_bites.py; writes the usual CSVs.
+Launched under mpirun by tests/test_checker_bites.py; writes the usual CSVs and
+the history (run.json, case.json, one file per worker) that ``check`` judges.
 """
 import sys
 
@@ -11,8 +12,11 @@ from mpibench.comm import Comm
 from mpibench.config import RunConfig
 from mpibench.data import make_dataset, make_shards
 from mpibench.kernels import NumpyBackend
+from mpibench import runinfo
+from mpibench.faults import load_schedule
+from mpibench.history import case_id
 from mpibench.records import RunRecords
-from mpibench.runner import recoverable_dup
+from mpibench.runner import open_history, recoverable_dup, write_case_json
 from mpibench.sync.base import Reduction, SyncStrategy
 from mpibench.worker import Trainer
 
@@ -43,10 +47,16 @@ def main(out_dir: str) -> None:
     dataset = make_dataset(config.seed, config.samples, config.features, config.classes)
     shards = make_shards(config.seed, config.samples, world.Get_size())
     records = RunRecords(out_dir if world.Get_rank() == 0 else None)
+    case = {"out": out_dir, "index": 0}
+    if world.Get_rank() == 0:
+        runinfo.write(out_dir, {"cases": [case_id(0, config.scenario, config.strategy, config.recovery)]})
+        write_case_json(config, load_schedule("none", world.Get_size(), config.seed), case, world.Get_size())
     comm = Comm(recoverable_dup(world))
     trainer = Trainer(config, comm, NumpyBackend(), dataset, shards, records, world.Get_size(),
-                      strategy_factory=lambda name, *a: MeanOfMeans(*a))
+                      strategy_factory=lambda name, *a: MeanOfMeans(*a),
+                      history=open_history(config, case, world.Get_rank()))
     trainer.run()
+    trainer.close_history()
     records.close()
 
 

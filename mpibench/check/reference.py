@@ -15,7 +15,7 @@ import numpy as np
 @dataclass(frozen=True)
 class ReferenceStep:
     grad_mean: np.ndarray  # float64, flat, same layout as the parameters
-    grad_abs_mean: np.ndarray  # float64: mean over samples of |per-sample gradient|
+    grad_abs_mean: np.ndarray  # float64: mean over samples of a per-sample rounding-error magnitude
     losses: np.ndarray  # float64 per-sample losses of the union
     n_samples: int
 
@@ -56,10 +56,16 @@ def reference_step(params, features, labels, union_indices, hidden: int, n_class
 
     grads = [np.einsum("nf,nh->fh", x, d_pre), d_pre.sum(0),
              np.einsum("nh,nc->hc", act, d_scores), d_scores.sum(0)]
-    # Sum over samples of |per-sample gradient|: outer products make this exact
-    # for the weights without materialising per-sample gradients.
-    abs_grads = [np.abs(x).T @ np.abs(d_pre), np.abs(d_pre).sum(0),
-                 np.abs(act).T @ np.abs(d_scores), np.abs(d_scores).sum(0)]
+    # A first-order bound on the float32 rounding error of each gradient element, summed over
+    # samples: every intermediate is replaced by the sum of the magnitudes of its terms (forward
+    # and backward), so cancellation inside a product cannot hide error that float32 makes
+    # there. Outer products make this exact per sample without per-sample gradients.
+    m_pre = np.abs(x) @ np.abs(w1) + np.abs(b1)
+    m_act = np.abs(act) + m_pre * (1.0 - act**2)
+    m_scores = m_act @ np.abs(w2) + np.abs(b2)
+    m_ds = np.abs(d_scores) + m_scores
+    m_dpre = (m_ds @ np.abs(w2).T) * (1.0 - act**2) + (np.abs(d_scores) @ np.abs(w2).T) * 2 * np.abs(act) * m_pre
+    abs_grads = [np.abs(x).T @ m_dpre, m_dpre.sum(0), m_act.T @ m_ds, m_ds.sum(0)]
     grad_mean = np.concatenate([g.ravel() for g in grads]) / n
     grad_abs = np.concatenate([g.ravel() for g in abs_grads]) / n
     return ReferenceStep(grad_mean, grad_abs, losses, n)

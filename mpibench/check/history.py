@@ -1,0 +1,169 @@
+"""Reading a case's history: ``case.json`` and every worker's JSON-lines file.
+
+Only the format (README, "Outputs") is shared with the writer, never code.
+A file whose last line is cut in half (its process was killed while writing)
+keeps every complete line; anything else that cannot be read makes the case
+impossible to judge (:class:`CannotJudge`), never a pass.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SCHEMA = 1
+FILE_NAME = re.compile(r"^worker-(\d+)(?:\.joined-(\d{4}))?(?:\.(\d+))?\.jsonl$")
+
+
+class CannotJudge(Exception):
+    """The history is missing or unreadable: the verdict is unknown."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    step: int
+    attempt: int
+    role: str
+    members: tuple
+    group: tuple
+    cursor_before: tuple
+    cursor_after: tuple
+    batch: tuple
+    params_before: str
+    params_after: str
+    contributing: tuple | None
+    effective_batch: int | None
+    pieces: tuple | None
+    total_length: int | None
+    loss_mean: float | None
+    loss_var: float | None
+    error: str | None
+    full_before: str | None
+    full_after: str | None
+    decision: str | None = None  # None: the worker never returned from the agreement
+    file: str = ""
+    worker: int = -1
+
+
+@dataclass
+class WorkerFile:
+    name: str
+    worker: int
+    joined_step: int
+    replacement: bool
+    attempts: list = field(default_factory=list)
+    resyncs: list = field(default_factory=list)  # (step, digest)
+    closed_steps: int | None = None  # None: the file stops without "close"
+
+    @property
+    def last_step(self) -> int:
+        return self.attempts[-1].step if self.attempts else self.joined_step - 1
+
+
+def digest(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def full_params(b64: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(b64), dtype="<f4").astype(np.float32)
+
+
+def params_digest(params: np.ndarray) -> str:
+    return digest(np.ascontiguousarray(params, dtype="<f4").tobytes())
+
+
+def read_case_json(case_dir: str) -> dict:
+    path = os.path.join(case_dir, "case.json")
+    try:
+        with open(path) as f:
+            info = json.load(f)
+    except FileNotFoundError:
+        raise CannotJudge(f"{_short(path)} missing") from None
+    except (OSError, ValueError) as exc:
+        raise CannotJudge(f"{_short(path)} unreadable: {exc}") from None
+    if info.get("schema") != SCHEMA:
+        raise CannotJudge(f"{_short(path)} has schema {info.get('schema')!r}, this checker reads {SCHEMA}")
+    return info
+
+
+def read_worker_files(case_dir: str) -> list[WorkerFile]:
+    files = []
+    for name in sorted(os.listdir(case_dir)):
+        if FILE_NAME.match(name):
+            files.append(read_worker_file(os.path.join(case_dir, name)))
+    return files
+
+
+def read_worker_file(path: str) -> WorkerFile:
+    with open(path) as f:
+        lines = f.read().split("\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line:
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            if i == len(lines) - 1:  # the last line, cut short by a kill (no newline after it)
+                break
+            raise CannotJudge(f"{_short(path)} line {i + 1} is not JSON") from None
+    if not records or records[0].get("kind") != "open" or records[0].get("schema") != SCHEMA:
+        raise CannotJudge(f"{_short(path)} does not start with an 'open' record of schema {SCHEMA}")
+    return _build(path, records)
+
+
+def _build(path: str, records: list[dict]) -> WorkerFile:
+    head = records[0]
+    wf = WorkerFile(os.path.basename(path), int(head["worker"]), int(head["joined_step"]), bool(head["replacement"]))
+    try:
+        for r in records[1:]:
+            kind = r["kind"]
+            if kind == "attempt":
+                wf.attempts.append(_attempt(r, wf))
+            elif kind == "decision":
+                last = wf.attempts[-1] if wf.attempts else None
+                if last is None or (last.step, last.attempt) != (r["step"], r["attempt"]) or last.decision:
+                    raise CannotJudge(f"{_short(path)}: decision for step {r['step']} without its attempt")
+                wf.attempts[-1] = _with_decision(last, r["decision"])
+            elif kind == "resync":
+                wf.resyncs.append((int(r["step"]), r["params"]))
+            elif kind == "close":
+                wf.closed_steps = int(r["steps"])
+            else:
+                raise CannotJudge(f"{_short(path)}: unknown record kind {kind!r}")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CannotJudge(f"{_short(path)}: malformed record ({type(exc).__name__}: {exc})") from None
+    return wf
+
+
+def _tuple(value):
+    return None if value is None else tuple(tuple(v) if isinstance(v, list) else v for v in value)
+
+
+def _attempt(r: dict, wf: WorkerFile) -> Attempt:
+    return Attempt(
+        step=int(r["step"]), attempt=int(r["attempt"]), role=r["role"], members=tuple(r["members"]),
+        group=tuple(r["group"]), cursor_before=tuple(r["cursor_before"]), cursor_after=tuple(r["cursor_after"]),
+        batch=tuple(r["batch"]), params_before=r["params_before"], params_after=r["params_after"],
+        contributing=_tuple(r["contributing"]), effective_batch=r["effective_batch"], pieces=_tuple(r["pieces"]),
+        total_length=r["total_length"], loss_mean=r["loss_mean"], loss_var=r["loss_var"], error=r["error"],
+        full_before=r["full_before"], full_after=r["full_after"], file=wf.name, worker=wf.worker)
+
+
+def _with_decision(a: Attempt, decision: str) -> Attempt:
+    from dataclasses import replace
+
+    if decision not in ("commit", "retry", "skip"):
+        raise ValueError(f"decision {decision!r}")
+    return replace(a, decision=decision)
+
+
+def _short(path: str) -> str:
+    """``history/CASE/FILE``: enough to find it in the run folder."""
+    parts = os.path.normpath(path).split(os.sep)
+    return os.sep.join(parts[-3:])

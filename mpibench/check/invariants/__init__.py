@@ -1,0 +1,15 @@
+"""The six invariants, each judged per step from the history (one module each).
+
+An invariant module has ``NAME`` and ``check(case, view) -> (passed, detail)``
+where ``case`` is the :class:`~mpibench.check.case.CaseModel` and ``view`` the
+step's :class:`~mpibench.check.case.StepView`. Some keep state across steps
+(the data walk, in ``case.state``): they are called once per step, in order.
+A check that raises is unknown, never a pass.
+"""
+from __future__ import annotations
+
+from . import accounting, coverage, data, equivalence, membership, replicas
+
+INVARIANTS = (equivalence, replicas, accounting, membership, data, coverage)
+NAMES = tuple(m.NAME for m in INVARIANTS)
+NO_COMMIT = (membership,)  # what can be judged of a step that nobody committed

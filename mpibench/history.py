@@ -1,0 +1,147 @@
+"""The history a worker leaves behind: one JSON line per attempt, decision and resync.
+
+Every worker process appends what it did to its own file under
+``DIR/history/CASE_ID/`` (the format is documented in README, "Outputs"):
+an ``attempt`` record (batch, cursors, parameter digests, what the reduction
+said) written and flushed *before* the commit agreement of that attempt, so
+a worker killed after committing still leaves its evidence; the
+``decision`` the agreement returned; a ``resync`` when it took the
+committing side's parameters; ``close`` when the case ended normally. A
+killed worker's file simply stops.
+
+Nothing here judges anything: the checker (:mod:`mpibench.check`) reads these
+files afterwards, on its own.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+SCHEMA = 1
+
+
+def case_id(index: int, scenario: str, strategy: str, recovery: str) -> str:
+    """``NNN-SCENARIO-STRATEGY-RECOVERY``; a TOML scenario is named by its file stem."""
+    name = os.path.splitext(os.path.basename(scenario))[0] if scenario.endswith(".toml") else scenario
+    return f"{index:03d}-{name}-{strategy}-{recovery}"
+
+
+def _le32(params: np.ndarray) -> bytes:
+    return np.ascontiguousarray(params, dtype="<f4").tobytes()
+
+
+def params_digest(params: np.ndarray) -> str:
+    return hashlib.blake2b(_le32(params), digest_size=16).hexdigest()
+
+
+def params_b64(params: np.ndarray) -> str:
+    return base64.b64encode(_le32(params)).decode("ascii")
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt of one step on one worker (see README for each field)."""
+
+    step: int
+    attempt: int
+    role: str
+    members: list
+    group: list
+    shard: int
+    cursor_before: list
+    cursor_after: list
+    batch: list
+    params_before: str
+    params_after: str
+    contributing: list | None
+    effective_batch: int | None
+    pieces: list | None
+    total_length: int | None
+    loss_mean: float | None
+    loss_var: float | None
+    error: str | None
+    full_before: str | None
+    full_after: str | None
+
+
+class History:
+    """One worker process's history file (appended line by line, flushed after each)."""
+
+    def __init__(self, case_dir: str, worker: int, joined_step: int = 0, replacement: bool = False):
+        os.makedirs(case_dir, exist_ok=True)
+        self.path = _free_name(case_dir, worker, joined_step if replacement else None)
+        self._file = open(self.path, "x")
+        self._line({"kind": "open", "schema": SCHEMA, "worker": worker, "joined_step": joined_step,
+                    "replacement": replacement})
+
+    def _line(self, record: dict) -> None:
+        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._file.flush()
+
+    def attempt(self, record: AttemptRecord) -> None:
+        self._line({"kind": "attempt", **vars(record)})  # shallow: asdict deep-copies every list
+
+    def decision(self, step: int, attempt: int, decision: str) -> None:
+        self._line({"kind": "decision", "step": step, "attempt": attempt, "decision": decision})
+
+    def resync(self, step: int, params: np.ndarray) -> None:
+        self._line({"kind": "resync", "step": step, "params": params_digest(params)})
+
+    def close(self, steps: int) -> None:
+        if not self._file.closed:
+            self._line({"kind": "close", "steps": steps})
+            self._file.close()
+
+
+class NoHistory:
+    """Stands in for :class:`History` where no history is kept (calibration, scaling)."""
+
+    path = None
+
+    def attempt(self, record: AttemptRecord) -> None:
+        pass
+
+    def decision(self, step: int, attempt: int, decision: str) -> None:
+        pass
+
+    def resync(self, step: int, params) -> None:
+        pass
+
+    def close(self, steps: int) -> None:
+        pass
+
+
+def _free_name(case_dir: str, worker: int, joined_step: int | None) -> str:
+    stem = f"worker-{worker}" if joined_step is None else f"worker-{worker}.joined-{joined_step:04d}"
+    path, n = os.path.join(case_dir, stem + ".jsonl"), 1
+    while os.path.exists(path):
+        n += 1
+        path = os.path.join(case_dir, f"{stem}.{n}.jsonl")
+    return path
+
+
+def schedule_data(schedule) -> dict:
+    """A fault schedule as the plain data of ``case.json``."""
+    return {"kills": [{"rank": k.rank, "step": k.step, "phase": k.phase, "messages": k.messages}
+                      for k in schedule.kills],
+            "delays": [{"rank": d.rank, "steps": list(d.steps), "seconds": d.seconds, "where": d.where}
+                       for d in schedule.delays],
+            "partitions": [{"sides": [list(s) for s in p.sides], "start": p.from_step, "end": p.to_step}
+                           for p in schedule.partitions]}
+
+
+def write_case(case_dir: str, info: dict) -> str:
+    """``case.json`` (tmp file + rename, so a reader never sees half of it)."""
+    os.makedirs(case_dir, exist_ok=True)
+    path = os.path.join(case_dir, "case.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"schema": SCHEMA, **info}, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
