@@ -38,8 +38,7 @@ def section(files: RunFiles, progress=None) -> str:
     total = files.info.get("config", {}).get("steps") if files.info else None
     total = total if isinstance(total, int) else None
     keys = ["strategy"] + (["recovery"] if "recovery" in steps and steps.recovery.nunique() > 1 else [])
-    labels = ["/".join(map(str, k if isinstance(k, tuple) else (k,)))
-              for k in steps.groupby(keys, sort=False).groups]
+    labels = ["/".join(map(str, k)) for k in steps[keys].drop_duplicates().itertuples(index=False)]
     scenarios = [s for s in dict.fromkeys(s for s, _ in plan_pairs(files)) if (steps.scenario.astype(str) == s).any()]
     panels = []
     base_rows = steps[steps.scenario.astype(str) == BASELINE_SCENARIO]
