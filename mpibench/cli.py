@@ -276,6 +276,11 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     worker_counts = parse_list(workers, "--workers", int)
     if min(worker_counts) < 1:
         raise UsageError("--workers must be positive")
+    from .sync import STRATEGIES
+
+    unknown = [name for name in parse_list(strategies, "--strategies") if name not in STRATEGIES]
+    if unknown:
+        raise UsageError(f"unknown strategy {unknown[0]!r} (choose from {', '.join(STRATEGIES)})")
     request = out_request(kw, "sweep", first_seed)
     try:
         preflight(mpiexec, max(worker_counts))
