@@ -7,7 +7,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 NP ?= 8
-OUT ?= mpibench-out
+# Empty: every run gets a fresh mpibench-out/<UTC time>-<kind>-seed<S>/ (and mpibench-out/latest).
+OUT ?=
 MPI ?= embedded
 PYTEST_ARGS ?=
 
@@ -55,13 +56,13 @@ endif
 	touch $@
 
 run: $(STAMP)
-	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench --out $(OUT)
+	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT))
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench bench --out $(OUT)
+	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench bench $(if $(OUT),--out $(OUT))
 
 # Installs SYSTEM_PACKAGES with apt-get when running as root and any is missing.
 system-deps:
@@ -73,7 +74,7 @@ system-deps:
 	else echo "missing system packages (tests that need them skip): $$missing"; fi
 
 sweep: $(STAMP)
-	$(PY) -m mpibench sweep --out $(OUT)/sweep $(SWEEP_ARGS)
+	$(PY) -m mpibench sweep $(if $(OUT),--out $(OUT)) $(SWEEP_ARGS)
 
 clean:
-	rm -rf $(VENV) $(OUT) build *.egg-info
+	rm -rf $(VENV) mpibench-out $(OUT) build *.egg-info

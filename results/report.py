@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from .htmlparts import esc
+from . import inputs
 from .inputs import RunFiles, disagreements, load
 from .page import banner, bench, findings, matrix, scenarios, sweep
 from .page.verdict import verdict_of
@@ -72,6 +73,11 @@ table.matrix td.unknown{background:#ffe699}table.matrix th.row a{color:#222;text
 td.status.fixed{background:#e3f4e3}td.status.open{background:#fbe0dc}td.status.worked-around{background:#fff3cd}
 nav a{margin-right:1em;font-size:13px}
 """
+
+
+def read_csv(out_dir: str, name: str) -> pd.DataFrame | None:
+    """``out_dir/name`` as a frame (None when absent or empty); for the job that writes the files."""
+    return inputs.read_csv(os.path.join(out_dir, name), name)
 
 
 # ----------------------------------------------------------------------------- small sections
