@@ -54,7 +54,8 @@ def sweep_findings(files: RunFiles) -> list[str]:
         replay = first.get("minimal_replay") if isinstance(first.get("minimal_replay"), str) and first.get(
             "minimal_replay") else first.get("replay", "")
         out.append(f"sweep: {len(part)} case(s) ended as <strong>{esc(kind)}</strong>, first {esc(first['case'])}"
-                   + (f" ({esc(detail)})" if detail else "") + (f"; replay <code>{esc(replay)}</code>" if replay else ""))
+                   + (f" ({esc(detail)})" if detail else "")
+                   + (f"; replay <code>{esc(replay)}</code>" if replay else ""))
     return out
 
 

@@ -114,7 +114,8 @@ def coincide_line(series) -> str:
         return ""
     first, same, differ = series[0], [], []
     for other in series[1:]:
-        a, b = dict(zip(first.steps, zip(first.loss, first.batch))), dict(zip(other.steps, zip(other.loss, other.batch)))
+        a = dict(zip(first.steps, zip(first.loss, first.batch)))
+        b = dict(zip(other.steps, zip(other.loss, other.batch)))
         if a.keys() != b.keys():
             differ.append(f"{other.label} committed different steps from {first.label}")
             continue
@@ -151,11 +152,16 @@ def fault_tables(faults: pd.DataFrame | None) -> str:
     summary = (faults.assign(step=steps).groupby(["scenario", "kind"], sort=False)
                .agg(strategies=("strategy", lambda s: " ".join(dict.fromkeys(map(str, s)))),
                     events=("step", "count"), first=("step", "min"), last=("step", "max")).reset_index())
-    rows = [[r.scenario, r.kind, r.strategies, int(r.events),
-             "" if pd.isna(r.first) else (f"{int(r.first)}" if r.first == r.last else f"{int(r.first)}–{int(r.last)}")]
+    rows = [[r.scenario, r.kind, r.strategies, int(r.events), step_range(r.first, r.last)]
             for r in summary.itertuples(index=False)]
     cols = [c for c in ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"] if c in faults.columns]
     return ("<h3>Injected faults and reactions (faults.csv)</h3>"
             + table(["scenario", "kind", "strategies", "events", "steps"], rows)
             + f"<details><summary>all {len(faults)} events</summary>"
             + table(cols, faults[cols].values.tolist()) + "</details>")
+
+
+def step_range(first, last) -> str:
+    if pd.isna(first):
+        return ""
+    return f"{int(first)}" if first == last else f"{int(first)}–{int(last)}"
