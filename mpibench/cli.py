@@ -264,7 +264,7 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     violations and the exact command that replays it. Exit 0 when every case
     held every invariant, 1 otherwise.
     """
-    from .launch import LaunchError, preflight
+    from .launch import LaunchError, preflight, stop_on_sigterm
     from .outdir import OutDirError, resolve
     from .sweep import parse_list, sweep_command
 
@@ -282,6 +282,7 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     if unknown:
         raise UsageError(f"unknown strategy {unknown[0]!r} (choose from {', '.join(STRATEGIES)})")
     request = out_request(kw, "sweep", first_seed)
+    stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
     try:
         preflight(mpiexec, max(worker_counts))
     except LaunchError as exc:

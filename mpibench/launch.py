@@ -86,6 +86,9 @@ def preflight(mpiexec: str | None, ranks: int, timeout_s: float = PREFLIGHT_TIME
         _kill_group(proc)
         proc.communicate()
         raise LaunchError(f"'{shlex.join(argv)}' did not start {ranks} ranks within {timeout_s:g} s") from None
+    except BaseException:  # interrupted: the trial job must not outlive the driver
+        _kill_group(proc)
+        raise
     if proc.returncode != 0:
         lines = [line.strip() for line in output.splitlines() if line.strip() and not set(line.strip()) <= set("-*=")]
         hint = ("; add --oversubscribe to the launcher (more ranks than slots)"
