@@ -161,10 +161,13 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
             raise
     not_started = [(t, o) for t, o in zip(plan, outcomes) if o.outcome != OK and not launched(out, t)]
     if not_started:
+        hung = sum(o.job.hung for _, o in not_started)
         trial, outcome = not_started[0]
-        stream.write(f"selftest could not run: {len(not_started)} of {len(plan)} jobs did not start "
-                     f"(first: {trial.label}, {outcome.first_violation}: {stderr_gist(outcome.job.stderr_tail)}); "
-                     f"jobs in {out}\n")
+        gist = stderr_gist(outcome.job.stderr_tail)
+        stream.write(f"selftest could not run: {len(not_started)} of {len(plan)} jobs never began their run "
+                     f"({hung} still starting at the {deadline_s:g} s deadline, {len(not_started) - hung} exited "
+                     f"first; first: {trial.label}, {outcome.first_violation}{': ' + gist if gist else ''}); "
+                     f"no verdict on the checker. A busy machine starts jobs slowly: try --jobs 1. Jobs in {out}\n")
         return EXIT_COULD_NOT_RUN
     good = True
     titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",

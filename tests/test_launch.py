@@ -66,4 +66,4 @@ def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path)
     code = run_selftest(tmp_path, ["false"], jobs=1, stream=stream, only={"honest/native", "unweighted"})
     text = stream.getvalue()
     assert code == 3, text
-    assert "selftest could not run: 2 of 2 jobs did not start" in text and "caught" not in text.split("\n", 1)[1]
+    assert "selftest could not run: 2 of 2 jobs never began their run" in text and "caught" not in text.split("\n", 1)[1]
