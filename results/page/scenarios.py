@@ -132,9 +132,10 @@ def coincide_line(series) -> str:
     text = []
     if same:
         names = " and ".join([first.label] + [s for s, _ in same])
-        text.append(f"{names} coincide: same committed steps and effective batches, losses within "
-                    f"{num(max(g for _, g in same))} (summation order), so their lines lie on top of each other "
-                    f"({first.label} wide and pale, the others dashed).")
+        gap = max(g for _, g in same)
+        losses = "identical losses" if gap == 0 else f"losses within {num(gap)} (summation order)"
+        text.append(f"{names} coincide: same committed steps and effective batches, {losses}, so their lines "
+                    f"lie on top of each other ({first.label} wide and pale, the others dashed).")
     if differ:
         text.append("Not identical: " + "; ".join(differ) + ".")
     return esc(" ".join(text))
