@@ -93,7 +93,7 @@ def header(files: RunFiles) -> str:
             " ".join(info.get("hosts", [])), f"{info.get('cores_on_this_host')} cores"
             if info.get("cores_on_this_host") else "", (mpi.get("library") or "")[:40],
             "ULFM on" if ulfm.get("active") else ("ULFM off" if ulfm else ""),
-            f"folder {os.path.abspath(files.out_dir)}",
+            f"folder {os.path.realpath(files.out_dir)}",
             "built " + datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")]
     line = " · ".join(esc(b) for b in bits if b)
     note = "" if info else " <span class='missing'>(no run.json in this folder)</span>"
