@@ -106,3 +106,12 @@ def test_the_main_job_gets_its_own_folder_and_its_config_says_what_it_ran(tmp_pa
     assert folder.name.endswith("-main-seed5")
     config = json.loads((folder / "run.json").read_text())["config"]
     assert config["job"] == "main" and config["strategy"] == ["ring", "ps"] and config["scenario"] == ["none"]
+
+
+@pytest.mark.mpi
+def test_bench_without_out_gets_a_fresh_folder_too(tmp_path):
+    args = ["bench", "--sizes", "4K", "--strategies", "native", "--iterations", "1", "--warmup", "0"]
+    job = launch(tmp_path, args)
+    assert job.returncode == 0, job.text
+    (folder,) = [p for p in (tmp_path / "mpibench-out").iterdir() if not p.is_symlink()]
+    assert folder.name.endswith("-bench-seed0") and (folder / "bench.csv").exists()
