@@ -368,7 +368,7 @@ def shared_out(request) -> str:
 
     from .outdir import resolve_on
 
-    return resolve_on(MPI.COMM_WORLD, request, UsageError)
+    return resolve_on(MPI.COMM_WORLD, request, UsageError)[0]
 
 
 def _guarded(body) -> int:

@@ -145,15 +145,22 @@ def _clear_results(path: str) -> None:
             os.unlink(target)
 
 
-def resolve_on(comm, request: OutRequest, error=OutDirError) -> str:
-    """resolve() on the first rank of ``comm``; every rank returns its path or raises ``error``."""
+def resolve_on(comm, request: OutRequest, error=OutDirError, payload=None) -> tuple[str, list]:
+    """resolve() on the first rank of ``comm``; every rank gets its path (or raises ``error``).
+
+    One allgather carries the answer, and each rank's ``payload`` with it (the
+    job's host names): a bcast followed by the job's first allgather was seen
+    to leave a non-root rank waiting in the bcast under ``--with-ft ulfm``.
+    Returns the path and every rank's payload.
+    """
     path = message = None
     if comm.Get_rank() == 0:
         try:
             path = resolve(request)
         except OutDirError as exc:
             message = str(exc)
-    path, message = comm.bcast((path, message), root=0)
+    gathered = comm.allgather((path, message, payload))
+    path, message, _ = gathered[0]
     if message is not None:
         raise error(message)
-    return path
+    return path, [g[2] for g in gathered]

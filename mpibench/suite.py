@@ -57,21 +57,23 @@ def _hosts(world: MPI.Comm) -> list[str]:
     return world.allgather(runinfo.this_host())
 
 
-def _write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=None, job=None) -> None:
-    hosts = _hosts(world)
+def _write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=None, job=None,
+                    hosts=None) -> None:
+    hosts = hosts if hosts is not None else _hosts(world)
     if world.Get_rank() == 0:
         info = runinfo.describe({**config.as_dict(), **(job or {})}, hosts, {
             "backend": backend.name, "device": runinfo.device_section(backend), **(extra or {})})
         runinfo.write(out, info)
 
 
-def _open_out(world: MPI.Comm, out) -> str:
-    """The run's folder (an ``OutRequest``, or a path given as is), the same on every rank."""
+def _open_out(world: MPI.Comm, out) -> tuple[str, list[str]]:
+    """The run's folder (an ``OutRequest``, or a path given as is), the same on every rank, and
+    every rank's host (gathered in the same collective)."""
     from .outdir import OutRequest, resolve_on
 
     if isinstance(out, str):
         out = OutRequest(out, False, "run", 0)
-    return resolve_on(world, out, UsageError)
+    return resolve_on(world, out, UsageError, runinfo.this_host())
 
 
 def single_run(config: RunConfig, out) -> int:
@@ -80,11 +82,11 @@ def single_run(config: RunConfig, out) -> int:
     world = MPI.COMM_WORLD
     _check_ulfm(prepare(config, world.Get_size()))  # bad input fails before anything is written
     backend = _backend(config)
-    out = _open_out(world, out)
+    out, hosts = _open_out(world, out)
     _progress(world, f"run: scenario {config.scenario} under {config.strategy}, {config.steps} steps "
                      f"on {world.Get_size()} rank(s) -> {out}")
     records = RunRecords(out if world.Get_rank() == 0 else None)
-    _write_run_json(out, config, world, backend)
+    _write_run_json(out, config, world, backend, hosts=hosts)
     start = time.perf_counter()
     summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
                                     continuation={"kind": "single"})
@@ -105,7 +107,7 @@ def main_job(base: RunConfig, out) -> int:
             for k in MAIN_STRATEGIES]
     for config in plan:
         _check_ulfm(prepare(config, world.Get_size()))
-    out = _open_out(world, out)
+    out, hosts = _open_out(world, out)
     _progress(world, f"main job: {len(plan)} runs on {world.Get_size()} rank(s) -> {out}")
     left_out = _too_small_for(world.Get_size())
     if left_out:
@@ -122,7 +124,7 @@ def main_job(base: RunConfig, out) -> int:
     _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
                                                 "calibration": calibration.as_dict() if calibration else None},
                     job={"job": "main", "strategy": list(MAIN_STRATEGIES),
-                         "scenario": list(dict.fromkeys(c.scenario for c in plan))})
+                         "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
     job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
            "calibration": calibration, "start": time.time()}
     return _main_loop(job, recoverable_dup(world), 0, records, backend)
