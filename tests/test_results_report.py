@@ -37,7 +37,8 @@ def _steps(scenario: str, strategy: str, n: int, death_at: int | None, outage=()
         batch = (48 if death_at is not None and step >= death_at else 64) - (8 if step % 5 == 4 else 0)
         rows.append({"scenario": scenario, "strategy": strategy, "recovery": "shrink", "step": step,
                      "epoch": step // 5, "members": members, "contributing": members, "excluded": "",
-                     "effective_batch": batch, "epoch_ends": "2" if step % 5 == 4 else "", "loss_mean": 1.4 - 0.05 * step,
+                     "effective_batch": batch, "epoch_ends": "2" if step % 5 == 4 else "",
+                     "loss_mean": 1.4 - 0.05 * step,
                      "loss_var": 0.1, "step_time_s": 0.002, "sync_time_s": 0.001, "check_time_s": 0.001})
     return rows
 
@@ -267,12 +268,18 @@ def test_verdict_json_is_preferred_to_the_csvs(tmp_path):
                "first_violation": first,
                "cases": [{**{k: first[k] for k in ("scenario", "strategy", "recovery")}, "verdict": "fail",
                           "steps": 12, "checks": 10, "violations": 1, "first_violation": first,
-                          "replay": first["replay"]}]}
+                          "replay": first["replay"]},
+                         {"scenario": "kill-mid-ring", "strategy": "ps", "recovery": "respawn", "verdict": "unknown",
+                          "reason": "worker 2's history ends early", "steps": 3, "checks": 0, "violations": 0,
+                          "first_violation": None, "replay": ""}]}
     (out / "verdict.json").write_text(json.dumps(verdict))
     page = Path(report.build(str(out))).read_text()
     banner = page.split('id="verdict"')[1].split('id="matrix"')[0]
-    assert "10 checks over 1 case(s): 1 violated" in banner and "<strong>membership</strong> at step 3" in banner
-    assert "from verdict.json" in banner and "respawn" in page.split('id="matrix"')[1].split("</table>")[0]
+    assert "10 checks over 2 case(s): 1 violated" in banner and "<strong>membership</strong> at step 3" in banner
+    matrix = page.split('id="matrix"')[1].split("</table>")[0]
+    assert "from verdict.json" in banner and "respawn" in matrix
+    assert 'class="cell unknown" title="kill-mid-ring / ps / respawn: unknown' in matrix
+    assert "worker 2&#x27;s history ends early" in matrix
 
 
 def test_a_pass_and_an_unknown_banner(tmp_path):

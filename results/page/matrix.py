@@ -32,7 +32,7 @@ def matrix(v: Verdict) -> str:
             text = (f"{case.checks}" if case.verdict == PASS else
                     f"{case.violations} of {case.checks}" if case.checks else "no checks")
             title = (f"{scenario} / {strategy} / {recovery}: {case.verdict}, {case.steps} committed steps, "
-                     f"{case.checks} checks, {case.violations} violated")
+                     f"{case.checks} checks, {case.violations} violated" + (f"; {case.reason}" if case.reason else ""))
             cells.append(f'<td class="cell {esc(case.verdict)}" title="{esc(title)}">'
                          f'<a href="#{anchor(scenario)}">{SYMBOL.get(case.verdict, "?")} {esc(text)}</a></td>')
         rows.append(f'<tr><th class="row"><a href="#{anchor(scenario)}">{esc(scenario)}</a></th>{"".join(cells)}</tr>')

@@ -38,6 +38,7 @@ class Case:
     violations: int
     first: Violation | None = None
     unknown: int = 0
+    reason: str = ""  # why the checker could not judge, when it could not
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ def from_checker(data: dict) -> Verdict:
 
     cases = [Case(str(c.get("scenario", "")), str(c.get("strategy", "")), str(c.get("recovery", "")),
                   str(c.get("verdict", UNKNOWN)), int(c.get("steps") or 0), int(c.get("checks") or 0),
-                  int(c.get("violations") or 0), violation(c.get("first_violation")))
+                  int(c.get("violations") or 0), violation(c.get("first_violation")),
+                  reason=str(c.get("reason") or ""))
              for c in data.get("cases", []) if isinstance(c, dict)]
     return Verdict(str(data.get("verdict", UNKNOWN)), data.get("reason"), int(data.get("checks") or 0),
                    int(data.get("violations") or 0), violation(data.get("first_violation")), cases, "verdict.json")
