@@ -7,7 +7,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 NP ?= 8
-OUT ?= mpibench-out
+# Empty: every run gets a fresh mpibench-out/<UTC time>-<kind>-seed<S>/ (and mpibench-out/latest).
+OUT ?=
 MPI ?= embedded
 PYTEST_ARGS ?=
 
@@ -58,15 +59,15 @@ endif
 # The launcher's exit status is not the verdict (mpirun can exit 0 after a violation
 # under ULFM): bad usage (2) stops here, otherwise the checker's verdict is the status.
 run: $(STAMP)
-	@status=0; $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench --out $(OUT) </dev/null || status=$$?; \
+	@status=0; $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT)) </dev/null || status=$$?; \
 	if [ $$status = 2 ]; then exit 2; fi; \
-	$(PY) -m mpibench check $(OUT)
+	$(PY) -m mpibench check $(or $(OUT),mpibench-out/latest)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench bench --out $(OUT)
+	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench bench $(if $(OUT),--out $(OUT))
 
 # Installs SYSTEM_PACKAGES with apt-get when running as root and any is missing.
 system-deps:
@@ -78,7 +79,7 @@ system-deps:
 	else echo "missing system packages (tests that need them skip): $$missing"; fi
 
 sweep: $(STAMP)
-	$(PY) -m mpibench sweep --out $(OUT)/sweep $(SWEEP_ARGS)
+	$(PY) -m mpibench sweep $(if $(OUT),--out $(OUT)) $(SWEEP_ARGS)
 
 clean:
-	rm -rf $(VENV) $(OUT) build *.egg-info
+	rm -rf $(VENV) mpibench-out $(OUT) build *.egg-info

@@ -6,6 +6,7 @@ the checker cannot judge the run (history missing or incomplete).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -14,7 +15,7 @@ import click
 
 from .config import RunConfig, UsageError
 
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 
 
 def launched_rank() -> int:
@@ -59,7 +60,7 @@ def size_option(text: str) -> int:
         value = float(number) * units[unit]
     except ValueError:
         raise UsageError(f"cannot read size {text!r} (examples: 4K, 1M, 16M, 512)") from None
-    if value < 0 or value != int(value):
+    if not math.isfinite(value) or value < 0 or value != int(value):
         raise UsageError(f"size {text!r} must be a whole, non-negative number of bytes")
     return int(value)
 
@@ -94,18 +95,53 @@ def run_options(func):
                      help="seconds to wait for a late worker before dropping it from the step (0: wait)"),
         click.option("--deadline-s", type=float, default=d.deadline_s, show_default=True,
                      help="longest wait for any message before the run is declared stuck"),
-        click.option("--out", type=click.Path(file_okay=False), default="mpibench-out", show_default=True,
-                     help="output folder for CSVs, run.json and report.html"),
+        *out_options("CSVs, run.json and report.html"),
     ]
     for opt in reversed(opts):
         func = opt(func)
     return func
 
 
+def out_options(what: str) -> list:
+    """``--out`` and ``--force``: see :mod:`mpibench.outdir` for the policy."""
+    return [
+        click.option("--out", type=click.Path(file_okay=False), default=None,
+                     help=f"output folder for {what} [default: a fresh "
+                          "mpibench-out/<UTC time>-<kind>-seed<S>/, linked as mpibench-out/latest]; "
+                          "a folder that already holds results is refused unless --force"),
+        click.option("--force", is_flag=True, default=False,
+                     help="let --out replace the results a folder already holds (they are removed first)"),
+    ]
+
+
+def _with_options(options):
+    """Apply a list of click options (shared between commands) to a command."""
+    def apply(func):
+        for opt in reversed(options):
+            func = opt(func)
+        return func
+    return apply
+
+
+def out_request(kw: dict, kind: str, seed: int):
+    """The validated output request; refuses a folder that holds results (exit 2) before any write."""
+    from .outdir import OutDirError, OutRequest
+
+    request = OutRequest(kw.pop("out", None), kw.pop("force", False), kind, seed)
+    try:
+        request.check()
+    except OutDirError as exc:
+        raise UsageError(str(exc)) from None
+    return request
+
+
 def config_from(strategy: str, scenario: str, **kw) -> RunConfig:
     kw["bucket_bytes"] = size_option(str(kw["bucket_bytes"]))
     kw.pop("out", None)
-    return RunConfig(strategy=strategy, scenario=scenario, **kw)
+    kw.pop("force", None)
+    config = RunConfig(strategy=strategy, scenario=scenario, **kw)
+    config.check_values()
+    return config
 
 
 # ---------------------------------------------------------------------------- commands
@@ -147,11 +183,11 @@ def main(ctx, **kw):
     """
     if ctx.invoked_subcommand is not None:
         return
+    config = config_from("native", "none", **kw)
+    request = out_request(kw, "main", config.seed)
     from .suite import main_job
 
-    out = kw["out"]
-    config = config_from("native", "none", **kw)
-    sys.exit(_guarded(lambda: main_job(config, out)))
+    sys.exit(_guarded(lambda: main_job(config, request)))
 
 
 @main.command()
@@ -172,9 +208,9 @@ def run(strategy, scenario, mutant, **kw):
             install(mutant)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    out = kw["out"]
     config = config_from(strategy, scenario, **kw)
-    sys.exit(_guarded(lambda: single_run(config, out)))
+    request = out_request(kw, scenario, config.seed)
+    sys.exit(_guarded(lambda: single_run(config, request)))
 
 
 @main.command()
@@ -207,10 +243,9 @@ def run(strategy, scenario, mutant, **kw):
               help="parameter-server shards (0: one per rank)")
 @click.option("--device", type=click.Choice(["cpu", "gpu", "auto", "emulated"]), default="cpu",
               show_default=True, help="where the buffers live and are reduced (emulated: see run --help)")
-@click.option("--out", type=click.Path(file_okay=False), default="mpibench-out", show_default=True,
-              help="output folder for bench.csv")
+@_with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
-          bucket_bytes, ps_shards, device, c_baseline, model, calibration, out):
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
     Every size times, in interleaved rounds, the blocking MPI_Allreduce from
@@ -220,6 +255,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     any reduction was wrong, 3 if --c-baseline on could not be built.
     """
     from .bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
+    from .bench.plan import validate
 
     if min_bytes is not None or max_bytes is not None:
         if sizes is not None or min_bytes is None or max_bytes is None:
@@ -233,7 +269,11 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
                      c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
                      calibration=calibration,
                      options={"bucket_bytes": size_option(bucket_bytes), "ps_shards": ps_shards})
-    sys.exit(_guarded(lambda: bench_command(plan, device, out)))
+    validate(plan)
+    if seed < 0 or ps_shards < 0 or size_option(bucket_bytes) < 4:
+        raise UsageError("--seed and --ps-shards must be 0 or positive, --bucket-bytes at least 4")
+    request = out_request(kw, "bench", seed)  # bad input fails before any folder is made
+    sys.exit(_guarded(lambda: bench_command(plan, device, shared_out(request))))
 
 
 @main.command()
@@ -261,26 +301,52 @@ def compare(run_a, run_b, threshold, out):
 @click.option("--strategies", default="ring,ps", show_default=True, help="strategies, comma-separated")
 @click.option("--steps", type=int, default=10, show_default=True, help="training steps per case")
 @click.option("--jobs", type=int, default=1, show_default=True, help="cases run at the same time")
-@click.option("--out", type=click.Path(file_okay=False), default="mpibench-sweep", show_default=True,
-              help="output folder: sweep.csv, findings.csv, one folder per case")
+@_with_options(out_options("sweep.csv, findings.csv, sweep.json and one folder per case"))
 @click.option("--mpiexec", default=None,
-              help="launcher for the cases [default: $MPIBENCH_MPIEXEC, else mpirun]")
+              help="launcher for the cases [default: $MPIBENCH_MPIEXEC, else this Python's mpirun with the "
+                   "flags 'make run' uses]")
 @click.option("--first-seed", type=int, default=0, show_default=True, help="seeds run from here")
 @click.option("--case-deadline", type=float, default=180.0, show_default=True,
               help="seconds before a case's job is killed and recorded as hung")
 @click.option("--shrink-runs", type=int, default=30, show_default=True,
               help="most jobs spent shrinking each violating case (0: no shrinking)")
 @click.option("--mutant", default=None, hidden=True, help="self-test only: every case runs this mutant")
-def sweep(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed, case_deadline, shrink_runs,
-          mutant):
+def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
+          mutant, **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
     Each case is one MPI job; sweep.csv gets one row per case with its
     violations and the exact command that replays it. Exit 0 when every case
     held every invariant, 1 otherwise.
     """
-    from .sweep import sweep_command
+    from .launch import LaunchError, preflight, stop_on_sigterm
+    from .outdir import OutDirError, resolve
+    from .sweep import parse_list, sweep_command
 
+    if seeds < 1 or steps < 1 or jobs < 1 or first_seed < 0 or shrink_runs < 0:
+        raise UsageError("--seeds, --steps and --jobs must be positive, --first-seed and --shrink-runs "
+                         "0 or positive")
+    if not math.isfinite(case_deadline) or case_deadline <= 0:
+        raise UsageError(f"--case-deadline must be a positive number of seconds, got {case_deadline}")
+    worker_counts = parse_list(workers, "--workers", int)
+    if min(worker_counts) < 1:
+        raise UsageError("--workers must be positive")
+    from .sync import STRATEGIES
+
+    unknown = [name for name in parse_list(strategies, "--strategies") if name not in STRATEGIES]
+    if unknown:
+        raise UsageError(f"unknown strategy {unknown[0]!r} (choose from {', '.join(STRATEGIES)})")
+    request = out_request(kw, "sweep", first_seed)
+    stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
+    try:
+        preflight(mpiexec, max(worker_counts))
+    except LaunchError as exc:
+        click.echo(f"mpibench: could not run: {exc}", err=True)
+        sys.exit(EXIT_COULD_NOT_RUN)
+    try:
+        out = resolve(request)
+    except OutDirError as exc:
+        raise UsageError(str(exc)) from None
     extra = ("--mutant", mutant) if mutant else ()
     sys.exit(sweep_command(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed,
                            case_deadline, shrink_runs, extra))
@@ -291,20 +357,27 @@ def sweep(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed, cas
 @click.option("--out", type=click.Path(file_okay=False), default="mpibench-selftest", show_default=True,
               help="output folder: one folder per job")
 @click.option("--mpiexec", default=None,
-              help="launcher for the jobs [default: $MPIBENCH_MPIEXEC, else mpirun]")
+              help="launcher for the jobs [default: $MPIBENCH_MPIEXEC, else this Python's mpirun with the "
+                   "flags 'make run' uses]")
 def selftest(jobs, out, mpiexec):
     """The checker against known-bad reductions; exit 0 only if every one is caught.
 
     Prints, for each mutant, the invariant and step that caught it, and shows
     that with equal batch sizes the weighting mutants cannot be told apart.
+    Exit 3 (could not run) when the launcher cannot start the jobs.
     """
     from pathlib import Path
 
-    from .launch import launcher_argv
-    from .selftest import run_selftest
+    from .launch import LaunchError, launcher_argv, preflight
+    from .selftest import WORKERS, run_selftest
 
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    try:
+        preflight(mpiexec, WORKERS)
+    except LaunchError as exc:
+        click.echo(f"mpibench: could not run: {exc}", err=True)
+        sys.exit(EXIT_COULD_NOT_RUN)
     sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs))
 
 
@@ -344,12 +417,29 @@ def check(out_dir):
 @main.command()
 @click.argument("out_dir", metavar="DIR", type=click.Path(file_okay=False))
 def report(out_dir):
-    """(Re)build DIR/report.html from the CSVs and run.json in DIR (no MPI needed)."""
+    """(Re)build DIR/report.html from the CSVs and run.json in DIR (no MPI needed).
+
+    Exit 2 when DIR holds no results or a file there cannot be read.
+    """
+    from mpibench.results.inputs import ReportInputError
     from mpibench.results.report import build
 
     if not os.path.isdir(out_dir):
         raise UsageError(f"no such folder: {out_dir}")
-    click.echo(f"wrote {build(out_dir)}")
+    try:
+        path = build(out_dir, progress=lambda text: click.echo(f"report: {text}", err=True))
+    except ReportInputError as exc:
+        raise UsageError(str(exc)) from None
+    click.echo(f"wrote {path}")
+
+
+def shared_out(request) -> str:
+    """The request resolved once for the whole job (rank 0 creates the folder, the others learn it)."""
+    from mpi4py import MPI
+
+    from .outdir import resolve_on
+
+    return resolve_on(MPI.COMM_WORLD, request, UsageError)[0]
 
 
 def _guarded(body) -> int:

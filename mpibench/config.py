@@ -30,7 +30,21 @@ class RunConfig:
     straggler_deadline: float = 0.0  # 0: wait for stragglers
     deadline_s: float = 30.0
 
+    def check_values(self) -> None:
+        """What can be checked without knowing the world size: numbers finite and in range."""
+        import math
+
+        if self.seed < 0:
+            raise UsageError(f"--seed must be 0 or positive, got {self.seed}")
+        for name in ("lr", "straggler_deadline", "deadline_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise UsageError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+        if self.lr <= 0:
+            raise UsageError(f"--lr must be positive, got {self.lr}")
+
     def validate(self, world_size: int) -> None:
+        self.check_values()
         if self.steps < 1:
             raise UsageError(f"--steps must be at least 1, got {self.steps}")
         if self.check_every < 1:

@@ -1,7 +1,11 @@
 """Launching ``python -m mpibench`` jobs from a driver (sweep, selftest).
 
-The launcher string comes from ``--mpiexec`` or ``MPIBENCH_MPIEXEC`` (see
-:func:`mpibench.config.launcher`). Every job runs in its own process group
+The launcher string comes from ``--mpiexec`` or ``MPIBENCH_MPIEXEC``; without
+either, the ``mpirun`` beside this Python (the virtual environment's) or on the
+PATH is used, and for Open MPI with the flags ``make run`` uses (oversubscribe,
+so more ranks than cores start; ULFM; spawned replacements recoverable).
+:func:`preflight` starts a trivial job first, so a launcher that cannot start
+the jobs is reported as "could not run" instead of as every case failing. Every job runs in its own process group
 with a hard deadline: a job that passes it is killed as a group and reported
 as hung, never waited on forever. A driver that is interrupted kills the
 jobs it still runs (:func:`kill_all`) instead of leaving them behind. The job's stdout and stderr are kept in
@@ -20,18 +24,77 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import launcher
-
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
 
+# What `make run` passes to the embedded Open MPI 5 (see the Makefile for why each is needed).
+OPEN_MPI_FLAGS = ("--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1")
+PREFLIGHT_TIMEOUT_S = 90.0
+
+
+class LaunchError(RuntimeError):
+    """The launcher cannot start jobs here: the driver could not run (exit status 3)."""
+
+
 def launcher_argv(mpiexec: str | None = None) -> list[str]:
-    """The launcher as an argument list; a bare ``mpirun`` is looked up beside this Python too."""
-    argv = shlex.split(mpiexec.strip() if mpiexec and mpiexec.strip() else launcher())
+    """The launcher as an argument list: ``mpiexec``, else ``MPIBENCH_MPIEXEC``, else discovered.
+
+    A bare program name is looked up beside this Python too (a virtual
+    environment's ``bin`` need not be on the PATH).
+    """
+    given = (mpiexec or "").strip() or os.environ.get("MPIBENCH_MPIEXEC", "").strip()
+    if not given:
+        return discovered_launcher()
+    argv = shlex.split(given)
     if argv and os.sep not in argv[0] and shutil.which(argv[0]) is None:
         beside = Path(sys.executable).parent / argv[0]
         if beside.exists():
             argv[0] = str(beside)
+    return argv
+
+
+def discovered_launcher() -> list[str]:
+    """This Python's ``mpirun`` (else the PATH's), with Open MPI's flags when it is Open MPI."""
+    beside = Path(sys.executable).parent / "mpirun"
+    exe = str(beside) if beside.exists() else shutil.which("mpirun")
+    if exe is None:
+        return ["mpirun"]  # preflight names what is missing
+    return [exe, *OPEN_MPI_FLAGS] if is_open_mpi(exe) else [exe]
+
+
+def is_open_mpi(exe: str) -> bool:
+    try:
+        text = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL, env=job_env()).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Open MPI" in text or "prte" in text.lower()
+
+
+def preflight(mpiexec: str | None, ranks: int, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> list[str]:
+    """Start ``ranks`` trivial MPI processes with the launcher; LaunchError if that fails."""
+    argv = launcher_argv(mpiexec)
+    if not argv or (shutil.which(argv[0]) is None and not os.access(argv[0], os.X_OK)):
+        raise LaunchError(f"no launcher {argv[0] if argv else '(empty)'!r}: install the embedded-mpi extra "
+                          "('make venv') or give --mpiexec / MPIBENCH_MPIEXEC")
+    cmd = [*argv, "-n", str(ranks), sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL, env=job_env(), start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.communicate()
+        raise LaunchError(f"'{shlex.join(argv)}' did not start {ranks} ranks within {timeout_s:g} s") from None
+    except BaseException:  # interrupted: the trial job must not outlive the driver
+        _kill_group(proc)
+        raise
+    if proc.returncode != 0:
+        lines = [line.strip() for line in output.splitlines() if line.strip() and not set(line.strip()) <= set("-*=")]
+        hint = ("; add --oversubscribe to the launcher (more ranks than slots)"
+                if "slots" in output and "--oversubscribe" not in argv else "")
+        gist = " | ".join(lines[:3])[:300]
+        raise LaunchError(f"'{shlex.join(argv)} -n {ranks}' exited {proc.returncode}: {gist}{hint}")
     return argv
 
 

@@ -34,6 +34,8 @@ UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 # Mutants that live in the ring: they and their honest controls run under it.
 RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring"}
 STEPS = 6
+WORKERS = 3  # every trial's world size: the launcher must start this many ranks
+EXIT_COULD_NOT_RUN = 3
 
 
 @dataclass(frozen=True)
@@ -101,20 +103,20 @@ def trials() -> list[Trial]:
     for name in MUTANTS:
         label = FAULTS_OF.get(name, name)
         recovery = "respawn" if label.endswith("respawn") else "shrink"
-        plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), 3, True, faults.get(label, ()),
+        plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), WORKERS, True, faults.get(label, ()),
                           recovery, check_every=CHECK_EVERY.get(name, 1)))
-    plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", 3, True,
+    plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", WORKERS, True,
                       faults["stale-rejoin/respawn"], "respawn"))
-    samples, batch = equal_batches(0, 3)
+    samples, batch = equal_batches(0, WORKERS)
     for name, mutant in MUTANTS.items():
         if mutant.weighting:
-            plan.append(Trial(f"{name}/equal", name, "native", 3, False, samples=samples,
+            plan.append(Trial(f"{name}/equal", name, "native", WORKERS, False, samples=samples,
                               batch_size=batch, group="equal"))
-    plan.append(Trial("honest/native", None, "native", 3, False, group="control"))
-    plan.append(Trial("honest/ring", None, "ring", 3, False, group="control"))
+    plan.append(Trial("honest/native", None, "native", WORKERS, False, group="control"))
+    plan.append(Trial("honest/ring", None, "ring", WORKERS, False, group="control"))
     for name, events in faults.items():
         recovery = "respawn" if name.endswith("respawn") else "shrink"
-        plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), 3, False, events,
+        plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), WORKERS, False, events,
                           recovery, group="control", check_every=CHECK_EVERY.get(name, 1)))
     return plan
 
@@ -142,23 +144,46 @@ def folder(out: Path, trial: Trial) -> Path:
     return out / trial.label.replace("/", "_")
 
 
+def launched(out: Path, trial: Trial) -> bool:
+    """Whether the trial's job got as far as starting the run (run.json is its first write)."""
+    return (folder(out, trial) / "run" / "run.json").exists()
+
+
+def fresh_trial(trial: Trial, out: Path, mpiexec: list[str], deadline_s: float):
+    """Run one trial in an emptied folder: the folders under the self-test's --out are scratch."""
+    import shutil
+
+    shutil.rmtree(folder(out, trial), ignore_errors=True)
+    return run_case(trial.case(), folder(out, trial), mpiexec, deadline_s)
+
+
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
                  stream=None, only: set[str] | None = None) -> int:
     """Run the trials (those labelled in ``only``, if given); 0 only if each came out right."""
     stream = stream or sys.stdout
     plan = [t for t in trials() if only is None or t.label in only]
-    samples, batch = equal_batches(0, 3)
+    samples, batch = equal_batches(0, WORKERS)
     start = time.perf_counter()
     stream.write(f"selftest: {len(plan)} jobs ({sum(t.group == 'mutant' for t in plan)} known-bad reductions), "
                  f"{jobs} at a time; uneven shards: --samples {UNEVEN_SAMPLES} --batch-size {UNEVEN_BATCH}\n")
     stream.flush()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         try:
-            outcomes = list(pool.map(lambda t: run_case(t.case(), folder(out, t), mpiexec, deadline_s), plan))
+            outcomes = list(pool.map(lambda t: fresh_trial(t, out, mpiexec, deadline_s), plan))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             kill_all()
             raise
+    not_started = [(t, o) for t, o in zip(plan, outcomes) if o.outcome != OK and not launched(out, t)]
+    if not_started:
+        hung = sum(o.job.hung for _, o in not_started)
+        trial, outcome = not_started[0]
+        gist = stderr_gist(outcome.job.stderr_tail)
+        stream.write(f"selftest could not run: {len(not_started)} of {len(plan)} jobs never began their run "
+                     f"({hung} still starting at the {deadline_s:g} s deadline, {len(not_started) - hung} exited "
+                     f"first; first: {trial.label}, {outcome.first_violation}{': ' + gist if gist else ''}); "
+                     f"no verdict on the checker. A busy machine starts jobs slowly: try --jobs 1. Jobs in {out}\n")
+        return EXIT_COULD_NOT_RUN
     good = True
     titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "

@@ -58,21 +58,37 @@ def _hosts(world: MPI.Comm) -> list[str]:
     return world.allgather(runinfo.this_host())
 
 
-def _write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=None) -> None:
-    hosts = _hosts(world)
+def _write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=None, job=None,
+                    hosts=None) -> None:
+    hosts = hosts if hosts is not None else _hosts(world)
     if world.Get_rank() == 0:
-        info = runinfo.describe(config.as_dict(), hosts, {
+        info = runinfo.describe({**config.as_dict(), **(job or {})}, hosts, {
             "backend": backend.name, "device": runinfo.device_section(backend), **(extra or {})})
         runinfo.write(out, info)
 
 
-def single_run(config: RunConfig, out: str) -> int:
+def _open_out(world: MPI.Comm, out) -> tuple[str, list[str]]:
+    """The run's folder (an ``OutRequest``, or a path given as is), the same on every rank, and
+    every rank's host (gathered in the same collective)."""
+    from .outdir import OutRequest, resolve_on
+
+    if isinstance(out, str):
+        out = OutRequest(out, False, "run", 0)
+    return resolve_on(world, out, UsageError, runinfo.this_host())
+
+
+def single_run(config: RunConfig, out) -> int:
+    from .runner import _check_ulfm
+
     world = MPI.COMM_WORLD
-    prepare(config, world.Get_size())  # bad input fails before anything is written
+    _check_ulfm(prepare(config, world.Get_size()))  # bad input fails before anything is written
     backend = _backend(config)
+    out, hosts = _open_out(world, out)
+    _progress(world, f"run: scenario {config.scenario} under {config.strategy}, {config.steps} steps "
+                     f"on {world.Get_size()} rank(s) -> {out}")
     records = RunRecords(out if world.Get_rank() == 0 else None)
     _write_run_json(out, config, world, backend, {"cases": [case_id(0, config.scenario, config.strategy,
-                                                                     config.recovery)]})
+                                                                     config.recovery)]}, hosts=hosts)
     start = time.perf_counter()
     summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
                                     continuation={"kind": "single", "out": out, "index": 0})
@@ -87,14 +103,18 @@ def single_run(config: RunConfig, out: str) -> int:
     return code
 
 
-def main_job(base: RunConfig, out: str) -> int:
+def main_job(base: RunConfig, out) -> int:
     from dataclasses import replace
+
+    from .runner import _check_ulfm
 
     world = MPI.COMM_WORLD
     plan = [replace(base, scenario=s, strategy=k) for s in main_scenarios(world.Get_size())
             for k in MAIN_STRATEGIES]
     for config in plan:
-        prepare(config, world.Get_size())
+        _check_ulfm(prepare(config, world.Get_size()))
+    out, hosts = _open_out(world, out)
+    _progress(world, f"main job: {len(plan)} runs on {world.Get_size()} rank(s) -> {out}")
     left_out = _too_small_for(world.Get_size())
     if left_out:
         _progress(world, f"left out at {world.Get_size()} rank(s): " + ", ".join(left_out))
@@ -106,10 +126,13 @@ def main_job(base: RunConfig, out: str) -> int:
         _progress(world, "calibrating (ping-pong, reduction, compute) ...")
         calibration = results_job.start(world, base)  # while the job is still quiet
     records = RunRecords(out if world.Get_rank() == 0 else None)
+    # The main job's config names what it ran, not the single-run defaults it was built from.
     _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
                                                 "cases": [case_id(i, c.scenario, c.strategy, c.recovery)
                                                           for i, c in enumerate(plan)],
-                                                "calibration": calibration.as_dict() if calibration else None})
+                                                "calibration": calibration.as_dict() if calibration else None},
+                    job={"job": "main", "strategy": list(MAIN_STRATEGIES),
+                         "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
     job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
            "calibration": calibration, "start": time.time()}
     return _main_loop(job, recoverable_dup(world), 0, records, backend)

@@ -1,4 +1,6 @@
-"""Charts for the report, drawn with matplotlib's Agg back-end and inlined as base64 PNG.
+"""Benchmark charts for the report, drawn with matplotlib's Agg back-end and inlined as base64 PNG.
+
+(The scenario charts are inline SVG: see :mod:`mpibench.results.scenario_svg`.)
 
 Each function takes pandas frames and returns a ``data:`` URI, so the report
 stays one self-contained file that opens without network access.
@@ -15,12 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the back-end must be chosen firs
 import pandas as pd  # noqa: E402
 
 DPI = 80
-# Injected faults get a dotted line; reactions (stalls, re-syncs) are in the table only.
-FAULT_COLOURS = {"kill": "#c0392b", "partition": "#8e44ad", "delay": "#e67e22"}
 PALETTE = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-# Ring and PS usually give identical curves: the second is drawn dashed over the first.
-LINE_STYLES = [{"linewidth": 3, "alpha": 0.55}, {"linewidth": 1.4, "linestyle": "--"},
-               {"linewidth": 1, "linestyle": ":"}]
 
 
 def colour_of(strategy: str) -> str:
@@ -34,36 +31,6 @@ def to_data_uri(fig) -> str:
     fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _mark_faults(axes, faults: pd.DataFrame | None) -> None:
-    if faults is None or faults.empty:
-        return
-    events = faults.assign(step=pd.to_numeric(faults["step"], errors="coerce")).dropna(subset=["step"])
-    for event in events.drop_duplicates(["step", "kind"]).itertuples(index=False):
-        colour = FAULT_COLOURS.get(str(event.kind))
-        if colour is None:
-            continue
-        for ax in axes:
-            ax.axvline(float(event.step), color=colour, linestyle=":", linewidth=1)
-
-
-def scenario_chart(scenario: str, steps: pd.DataFrame, faults: pd.DataFrame | None) -> str:
-    """Loss and effective batch against step, one line per strategy; faults as dotted lines."""
-    fig, (loss_ax, batch_ax) = plt.subplots(1, 2, figsize=(13, 3.4))
-    for i, (strategy, rows) in enumerate(steps.groupby("strategy", sort=True)):
-        rows = rows.sort_values("step")
-        style = {"color": colour_of(str(strategy)), **LINE_STYLES[min(i, len(LINE_STYLES) - 1)]}
-        loss_ax.plot(rows.step, pd.to_numeric(rows.loss_mean, errors="coerce"), label=strategy, **style)
-        batch_ax.step(rows.step, rows.effective_batch, where="mid", label=strategy, **style)
-    _mark_faults((loss_ax, batch_ax), faults)
-    loss_ax.set(title=f"{scenario}: loss", xlabel="step", ylabel="mean loss")
-    batch_ax.set(title=f"{scenario}: effective batch", xlabel="step", ylabel="samples in the update")
-    batch_ax.set_ylim(bottom=0)
-    for ax in (loss_ax, batch_ax):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    return to_data_uri(fig)
 
 
 def scaling_chart(scaling: pd.DataFrame, cores: int | None) -> str:

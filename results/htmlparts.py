@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import math
 
 import pandas as pd
 
@@ -15,12 +16,40 @@ def esc(value) -> str:
     return html.escape(text.translate(CONTROL_CHARS))
 
 
+def num(value: float, digits: int = 3) -> str:
+    """A number as a reader writes it: 1024 (not 1.02e+03), 0.0123, 3.2e-05 only when tiny."""
+    if isinstance(value, bool) or value is None:
+        return esc(value)
+    v = float(value)
+    if not math.isfinite(v):
+        return "" if math.isnan(v) else str(v)
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    if abs(v) < 1e-3 or abs(v) >= 1e9:
+        return f"{v:.{digits}g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    text = f"{v:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def fmt(value, digits: int = 3) -> str:
-    if isinstance(value, float):
-        if pd.isna(value):
+    if isinstance(value, (float, int)) and not isinstance(value, bool):
+        if isinstance(value, float) and pd.isna(value):
             return ""
-        return f"{value:.{digits}g}"
+        return num(value, digits)
     return esc(value)
+
+
+def human_bytes(n) -> str:
+    """4096 -> 4 KiB, 76844 -> 75 KiB (whole binary multiples when exact, else 3 digits)."""
+    try:
+        n = float(n)
+    except (TypeError, ValueError):
+        return esc(n)
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{num(n / size)} {unit}"
+    return f"{num(n)} B"
 
 
 def table(header: list[str], rows: list[list], classes: list[list[str]] | None = None) -> str:

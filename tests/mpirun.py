@@ -61,9 +61,9 @@ def run_mpi(n: int, args: list[str], out: Path | None = None, timeout: float = 1
     return run_command(cmd, timeout, out)
 
 
-def run_command(cmd: list[str], timeout: float, out: Path | None = None) -> Job:
+def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Path | None = None) -> Job:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi_env(), start_new_session=True)
+                            env=mpi_env(), start_new_session=True, cwd=cwd)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -30,7 +30,8 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--remote-debugging-port=0", "--remote-allow-origins=*", "--window-size=1200,900"]
+                  "--remote-debugging-port=0", "--remote-allow-origins=*", "--window-size=1400,900"]
+FIRST_SCREEN = (1400, 900)
 START_TIMEOUT_S = 60
 
 
@@ -156,16 +157,61 @@ def test_error_capture_works_on_a_page_with_an_error(browser, tmp_path):
 def test_report_loads_clean_and_every_chart_renders(browser, tmp_path):
     out = write_run_dir(tmp_path / "run")
     path = Path(report.build(str(out)))
+    browser.call("Emulation.setDeviceMetricsOverride", width=FIRST_SCREEN[0], height=FIRST_SCREEN[1],
+                 deviceScaleFactor=1, mobile=False)
     browser.open(path.as_uri())
     decoded = browser.evaluate(
         "Promise.all(Array.from(document.images).map(i => i.decode().then("
         "() => [i.alt, i.naturalWidth, i.naturalHeight], () => [i.alt, 0, 0])))")
-    assert len(decoded) == 4, decoded
+    assert len(decoded) == 2, decoded  # scaling and bench; the scenario charts are inline SVG
     assert all(w > 100 and h > 100 for _, w, h in decoded), decoded
-    assert browser.evaluate("document.querySelectorAll('h2').length") == 7
+    assert browser.evaluate("document.querySelectorAll('h2').length") == 5
     assert browser.evaluate("document.title") == "mpibench report"
     assert browser.errors() == []
     assert all(u.startswith(("file:", "data:")) for u in browser.requests()), browser.requests()
+
+
+def box(browser, selector: str) -> dict | None:
+    return browser.evaluate(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null;"
+                            " const r = e.getBoundingClientRect();"
+                            " return {top: r.top, bottom: r.bottom, width: r.width, height: r.height}; })()")
+
+
+def test_first_screen_holds_the_verdict_and_the_matrix_and_the_charts_their_marks(browser, tmp_path):
+    out = write_run_dir(tmp_path / "run")
+    path = Path(report.build(str(out)))
+    browser.call("Emulation.setDeviceMetricsOverride", width=FIRST_SCREEN[0], height=FIRST_SCREEN[1],
+                 deviceScaleFactor=1, mobile=False)
+    browser.open(path.as_uri())
+    banner, matrix = box(browser, "#verdict"), box(browser, "#matrix")
+    assert banner and matrix, (banner, matrix)
+    assert 0 <= banner["top"] < matrix["top"] and matrix["bottom"] <= FIRST_SCREEN[1], (banner, matrix)
+    assert browser.evaluate("document.querySelector('#verdict').dataset.verdict") == "fail"
+    assert "FAIL" in browser.evaluate("document.querySelector('#verdict .word').textContent")
+    # every matrix cell links to a panel that exists
+    targets = browser.evaluate("Array.from(document.querySelectorAll('#matrix td.cell a'))"
+                               ".map(a => !!document.getElementById(a.hash.slice(1)))")
+    assert len(targets) == 6 and all(targets)
+    # the marks are drawn, with a size, where they belong
+    drawn = browser.evaluate(
+        "(() => { const n = s => Array.from(document.querySelectorAll(s))"
+        ".filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 || r.height > 0; }).length;"
+        " return {baseline: n('#sc-kill-mid-ring path.baseline'), epochs: n('svg .epoch-end'),"
+        " outages: n('#sc-split-brain rect.outage'), kills: n('#sc-kill-mid-ring .fault-kill'),"
+        " baselineInNone: n('#sc-none path.baseline')}; })()")
+    assert drawn == {"baseline": 4, "epochs": drawn["epochs"], "outages": 1, "kills": 1, "baselineInNone": 0}, drawn
+    assert drawn["epochs"] >= 6
+    # the outage gap: the line has no segment across steps 1-2
+    gap = browser.evaluate(
+        "(() => { const r = document.querySelector('#sc-split-brain rect.outage').getBBox();"
+        " const p = document.querySelector('#sc-split-brain path.series.loss');"
+        " const xs = p.getAttribute('d').split(' ').map(sp => sp.replace(/^M/, '').split('L')"
+        ".map(pt => parseFloat(pt.split(',')[0])));"
+        " return xs.map(seg => seg.filter(x => x > r.x && x < r.x + r.width).length); })()")
+    assert len(gap) >= 2 and not any(gap), gap  # two sub-paths (and a dash for a lone point), none inside
     shot = tmp_path / "report.png"
     browser.screenshot(shot)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    kept = os.environ.get("MPIBENCH_SCREENSHOT")
+    if kept:
+        shutil.copy(shot, kept)

@@ -1,4 +1,5 @@
-"""report.html from hand-made output folders: every section, missing files, escaping, the CLI."""
+"""report.html from hand-made output folders: the verdict and matrix, the scenario charts' marks,
+the sweep, the findings and ledger, number formatting, missing and broken inputs, the CLI."""
 from __future__ import annotations
 
 import json
@@ -27,14 +28,17 @@ def calibration(**over) -> Calibration:
     return Calibration(**values)
 
 
-def _steps(scenario: str, strategy: str, n: int, death_at: int | None) -> list[dict]:
+def _steps(scenario: str, strategy: str, n: int, death_at: int | None, outage=()) -> list[dict]:
     rows = []
     for step in range(n):
+        if step in outage:
+            continue  # nothing committed
         members = "0 1 2" if death_at is not None and step >= death_at else "0 1 2 3"
         batch = (48 if death_at is not None and step >= death_at else 64) - (8 if step % 5 == 4 else 0)
         rows.append({"scenario": scenario, "strategy": strategy, "recovery": "shrink", "step": step,
                      "epoch": step // 5, "members": members, "contributing": members, "excluded": "",
-                     "effective_batch": batch, "epoch_ends": "", "loss_mean": 1.4 - 0.05 * step,
+                     "effective_batch": batch, "epoch_ends": "2" if step % 5 == 4 else "",
+                     "loss_mean": 1.4 - 0.05 * step,
                      "loss_var": 0.1, "step_time_s": 0.002, "sync_time_s": 0.001, "check_time_s": 0.001})
     return rows
 
@@ -54,14 +58,19 @@ def write_run_dir(out: Path, *, with_sweep=True, with_bench=True, with_scaling=T
     """A complete output folder: a kill scenario, a violation, an unknown verdict, flags."""
     out.mkdir(parents=True, exist_ok=True)
     steps = _steps("none", "ring", 12, None) + _steps("none", "ps", 12, None) \
-        + _steps("kill-mid-ring", "ring", 12, 6) + _steps("kill-mid-ring", "ps", 12, 6)
+        + _steps("kill-mid-ring", "ring", 12, 6) + _steps("kill-mid-ring", "ps", 12, 6) \
+        + _steps("split-brain", "ring", 12, None, outage=(1, 2)) + _steps("split-brain", "ps", 12, None, outage=(1, 2))
     pd.DataFrame(steps, columns=STEP_COLUMNS).to_csv(out / "steps.csv", index=False)
     inv = _invariants("none", "ring", 12, None) + _invariants("none", "ps", 12, (3, "replicas", "unknown")) \
         + _invariants("kill-mid-ring", "ring", 12, (7, "equivalence", "false")) \
-        + _invariants("kill-mid-ring", "ps", 12, None)
+        + _invariants("kill-mid-ring", "ps", 12, None) \
+        + [r for r in _invariants("split-brain", "ring", 12, None) + _invariants("split-brain", "ps", 12, None)
+           if r["step"] not in (1, 2)]
     pd.DataFrame(inv, columns=INVARIANT_COLUMNS).to_csv(out / "invariants.csv", index=False)
     faults = [{"scenario": "kill-mid-ring", "strategy": s, "step": 6, "phase": "mid_reduction", "rank": 3,
-               "kind": "kill", "detail": "SIGKILL after 2 messages"} for s in ("ring", "ps")]
+               "kind": "kill", "detail": "SIGKILL after 2 messages"} for s in ("ring", "ps")] \
+        + [{"scenario": "split-brain", "strategy": s, "step": 1, "phase": "", "rank": "2 3", "kind": "partition",
+            "detail": "cut"} for s in ("ring", "ps")]
     pd.DataFrame(faults, columns=FAULT_COLUMNS).to_csv(out / "faults.csv", index=False)
     if with_sweep:
         sweep = [{"case": 0, "seed": 1, "workers": 3, "strategy": "ring", "recovery": "shrink", "faults": "kill@2",
@@ -99,7 +108,9 @@ def write_run_dir(out: Path, *, with_sweep=True, with_bench=True, with_scaling=T
         from mpibench.results.scaling import add_speedups
         pd.DataFrame(add_speedups(rows), columns=SCALING_COLUMNS).to_csv(out / "scaling.csv", index=False)
     info = {"schema_version": 1, "seed": 0, "ranks": 4, "hosts": ["node1"], "cores_on_this_host": 2,
-            "config": {"strategy": "native", "scenario": "none", "steps": 12, "seed": 0},
+            "config": {"job": "main", "strategy": ["ring", "ps"], "scenario": ["none", "kill-mid-ring", "split-brain"],
+                       "steps": 12, "seed": 0},
+            "plan": [f"{sc}/{st}" for sc in ("none", "kill-mid-ring", "split-brain") for st in ("ring", "ps")],
             "mpi": {"library": "Open MPI v5\u0000"}, "ulfm": {"active": True},
             "calibration": calibration().as_dict(), "model_options": {"bucket_bytes": 1 << 20, "ps_shards": 0}}
     (out / "run.json").write_text(json.dumps(info))
@@ -107,7 +118,7 @@ def write_run_dir(out: Path, *, with_sweep=True, with_bench=True, with_scaling=T
 
 
 def sections(page: str) -> list[str]:
-    return re.findall(r"<h2>(.*?)</h2>", page)
+    return re.findall(r"<h2[^>]*>(.*?)</h2>", page)
 
 
 @pytest.fixture(scope="module")
@@ -117,55 +128,130 @@ def page(tmp_path_factory) -> str:
     return Path(report.build(str(out))).read_text()
 
 
-def test_full_report_has_every_section_and_chart(page):
-    assert [s.split(". ", 1)[1] for s in sections(page)] == [
-        "The property", "The six invariants", "Fault scenarios", "Sweep",
-        "Benchmarks: measured and modelled", "Deliberately not violations", "Findings"]
-    assert page.count('src="data:image/png;base64,') == 4  # two scenarios, scaling, bench
-    assert 'class="missing"' not in page
-    # self-contained: no external resource of any kind, no script
-    assert not re.search(r'(src|href)="(?!data:)', page)
+def panel(page: str, scenario: str) -> str:
+    return page.split(f'<div class="panel" id="sc-{scenario}">')[1].split('<div class="panel"')[0]
+
+
+def test_full_report_has_every_section_and_is_self_contained(page):
+    assert sections(page) == ["Fault scenarios", "Randomized sweep", "Findings",
+                              "Benchmarks: measured and modelled", "What is checked"]
+    assert page.count('src="data:image/png;base64,') == 2  # scaling, bench; scenarios are inline SVG
+    assert page.count('<svg class="scenario-chart"') == 3
+    assert not re.search(r'(src|href)="(?!data:|#)', page)
     assert "<script" not in page
 
 
-def test_comparison_is_rebuilt_from_the_measurements_when_missing(page):
-    assert "Measured against modelled" in page and "No comparison.csv" not in page
-    # the measured p=4 point is 3x off on 4 ranks and 2 cores: flagged with that cause
-    assert "more ranks than cores: 4 ranks time-share 2 cores" in page
+def test_banner_comes_first_with_the_verdict_counts_and_first_violation(page):
+    body = page.split("<body>")[1]
+    assert body.index('id="verdict"') < body.index('id="matrix"') < body.index("<h2")
+    banner = body.split('id="verdict"')[1].split('id="matrix"')[0]
+    assert 'data-verdict="fail"' in banner and ">FAIL<" in banner
+    checks = 12 * 6 * 4 + 10 * 6 * 2
+    assert f"{checks:,} checks over 6 case(s): 2 violated, in 1 case(s)" in banner
+    assert "<strong>equivalence</strong> at step 7 of kill-mid-ring under ring (shrink)" in banner
+    assert "replay: <code>" in banner and "--scenario kill-mid-ring" in banner and "--strategy ring" in banner
 
 
-def test_findings_name_every_defect(page):
-    findings = page.split("<h2>7. Findings</h2>")[1]
-    assert "violation: invariant <strong>equivalence</strong> under kill-mid-ring/ring" in findings
-    assert "first at step 7" in findings and "replay <code>" in findings
-    assert "unknown verdict: invariant <strong>replicas</strong> under none/ps" in findings
-    assert "sweep case 1: 2 violation(s)" in findings
-    assert "sweep case 2 ended as <strong>hang</strong>" in findings
-    assert "model disagreement" in findings
+def test_matrix_is_in_plan_order_coloured_and_linked(page):
+    matrix = page.split('id="matrix"')[1].split("</table>")[0]
+    rows = re.findall(r'<th class="row"><a href="#sc-([^"]+)">', matrix)
+    assert rows == ["none", "kill-mid-ring", "split-brain"]  # plan order, not alphabetical
+    assert re.findall(r"<th>(ring|ps)</th>", matrix) == ["ring", "ps"]
+    cells = re.findall(r'<td class="cell (\w+)"[^>]*><a href="#sc-([^"]+)">', matrix)
+    assert cells == [("pass", "none"), ("unknown", "none"), ("fail", "kill-mid-ring"), ("pass", "kill-mid-ring"),
+                     ("pass", "split-brain"), ("pass", "split-brain")]
+    for scenario in rows:
+        assert f'id="sc-{scenario}"' in page
 
 
-def test_invariant_table_counts_checks_and_violations(page):
-    table = page.split("<h2>2.")[1].split("<h2>3.")[0]
-    assert '<td class="bad">12 / 1</td>' in table  # equivalence under kill-mid-ring/ring
-    assert '<td class="unknown">12 / 1 (1 unknown)</td>' in table
-    assert table.count('<td class="ok">12 / 0</td>') == 4 * 6 - 2
+def test_scenario_charts_carry_baseline_epochs_faults_and_outages(page):
+    kill, split, none = panel(page, "kill-mid-ring"), panel(page, "split-brain"), panel(page, "none")
+    assert 'class="baseline"' in kill and 'class="baseline"' not in none  # no baseline for the baseline
+    assert 'class="fault fault-kill" data-step="6"' in kill
+    assert 'class="fault fault-partition" data-step="1"' in split
+    assert kill.count('class="epoch-end"') == 2  # steps 4 and 9 end worker 2's epoch
+    assert '<rect class="outage" data-steps="1-2" data-series="all"' in split and "outage" not in kill
+    # the loss line is broken at the outage (two sub-paths), never bridged
+    loss = re.search(r'<path class="series loss" data-series="ring"[^>]* d="([^"]+)"', split).group(1)
+    assert loss.count("M") == 2
+
+
+def test_ring_and_ps_coincide_is_stated(page):
+    assert "ring and ps coincide: same committed steps and effective batches" in panel(page, "none")
+    assert "final loss 0.85 vs 0.85 without faults" in panel(page, "kill-mid-ring")
+
+
+def test_sweep_and_findings_are_grouped(page):
+    sweep = page.split("<h2 id='sweep'>")[1].split("<h2")[0]
+    assert "2 cases, 1 not clean." in sweep and "mpirun -n 5 python -m mpibench run --seed 2" in sweep
+    findings = page.split("<h2 id='findings'>")[1].split("<h2")[0]
+    assert "<strong>equivalence</strong> violated in 1 case(s) (kill-mid-ring/ring)" in findings
+    assert "<strong>replicas</strong> gave no verdict in 1 case(s) (none/ps)" in findings
+    assert "sweep: 1 case(s) ended as <strong>violation</strong>, first 1" in findings
+    assert findings.count("model disagreements") == 1  # one item, grouped by cause, not one per point
+
+
+def test_findings_ledger_is_rendered_beside_the_run(page):
+    from mpibench.results import ledger
+
+    findings = page.split("<h2 id='findings'>")[1].split("<h2")[0]
+    entries = ledger.read()
+    assert "Known defects (FINDINGS.toml)" in findings
+    assert all(html_escape(f.title) in findings for f in entries)
+
+
+def test_ledger_holds_the_known_defects_with_how_they_were_found():
+    from mpibench.results import ledger
+
+    entries = {f.id: f for f in ledger.read()}
+    for needed in ("stale-rollback-after-heal", "watchdog-abort-exit-0", "exit-0-after-violation",
+                   "ps-place-before-wait", "ps-gpu-host-slice", "mpi-abort-ulfm-exit-0", "bench-p1-algbw",
+                   "finalize-hang-after-failure", "exit-142-after-correct-verdict"):
+        assert needed in entries, needed
+        assert entries[needed].found_by and entries[needed].where
+    assert len(entries) == len(ledger.read())  # ids are unique
+
+
+def test_ledger_rejects_a_malformed_entry(tmp_path):
+    from mpibench.results import ledger
+
+    bad = tmp_path / "F.toml"
+    bad.write_text('[[finding]]\nid = "x"\ntitle = "t"\narea = "code"\nfound_by = "f"\nreplay = ""\n'
+                   'status = "done"\nwhere = "w"\n')
+    with pytest.raises(ValueError, match="status 'done'"):
+        ledger.read(bad)
+
+
+def test_numbers_are_written_as_people_write_them(page):
+    from mpibench.results.htmlparts import num
+
+    assert [num(v) for v in (1024, 1024.0, 0.012345, 1234.5, 3.2e-5, 0.5)] == \
+        ["1024", "1024", "0.0123", "1234", "3.2e-05", "0.5"]
+    assert "e+0" not in page.split("<h2 id='bench'>")[1].split("<details>")[0]
+
+
+def test_within_only_where_the_printed_error_is_within(page):
+    table = page.split("Measured against modelled")[1].split("</table>")[0]
+    for row in re.findall(r"<tr>(.*?)</tr>", table)[1:]:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+        error = float(cells[8].rstrip("%")) / 100
+        assert ("within" in cells[9]) == (abs(error) <= 0.25), cells
+
+
+def test_assumptions_are_printed_once(page):
+    from mpibench.results.costmodel import ASSUMPTIONS
+
+    assert all(page.count(html_escape(a)) == 1 for a in ASSUMPTIONS)
 
 
 def test_text_from_the_csvs_is_escaped(page):
     assert "<b>3.2x</b>" not in page and "&lt;b&gt;3.2x&lt;/b&gt;" in page
-    assert "\x00" not in page and "Open MPI v5<" in page  # the NUL ending the MPI version is dropped
+    assert "\x00" not in page and "Open MPI v5" in page  # the NUL ending the MPI version is dropped
 
 
-def test_model_summary_splits_points_by_cores(page):
-    summary = page.split("<th>where</th>")[1].split("</table>")[0]
-    assert "p ≤ cores (assumptions hold)" in summary and "p &gt; cores (ranks share cores)" in summary
-
-
-def test_assumptions_are_printed_with_the_modelled_figures(page):
-    from mpibench.results.costmodel import ASSUMPTIONS
-
-    bench = page.split("<h2>5.")[1].split("<h2>6.")[0]
-    assert all(html_escape(a) in bench for a in ASSUMPTIONS)
+def test_comparison_is_rebuilt_from_the_measurements_when_missing(page):
+    assert "Measured against modelled" in page and "No comparison.csv" not in page
+    assert "oversubscribed" in page.split("Measured against modelled")[1]
 
 
 def html_escape(text: str) -> str:
@@ -174,27 +260,77 @@ def html_escape(text: str) -> str:
     return html.escape(text)
 
 
+def test_verdict_json_is_preferred_to_the_csvs(tmp_path):
+    out = write_run_dir(tmp_path / "run", with_bench=False, with_scaling=False, with_sweep=False)
+    first = {"scenario": "none", "strategy": "ps", "recovery": "respawn", "step": 3, "invariant": "membership",
+             "detail": "rank 2 left out", "replay": "mpirun -n 4 python -m mpibench run --scenario none"}
+    verdict = {"schema": 1, "verdict": "fail", "reason": "rebuilt from history", "checks": 10, "violations": 1,
+               "first_violation": first,
+               "cases": [{**{k: first[k] for k in ("scenario", "strategy", "recovery")}, "verdict": "fail",
+                          "steps": 12, "checks": 10, "violations": 1, "first_violation": first,
+                          "replay": first["replay"]},
+                         {"scenario": "kill-mid-ring", "strategy": "ps", "recovery": "respawn", "verdict": "unknown",
+                          "reason": "worker 2's history ends early", "steps": 3, "checks": 0, "violations": 0,
+                          "first_violation": None, "replay": ""}]}
+    (out / "verdict.json").write_text(json.dumps(verdict))
+    page = Path(report.build(str(out))).read_text()
+    banner = page.split('id="verdict"')[1].split('id="matrix"')[0]
+    assert "10 checks over 2 case(s): 1 violated" in banner and "<strong>membership</strong> at step 3" in banner
+    matrix = page.split('id="matrix"')[1].split("</table>")[0]
+    assert "from verdict.json" in banner and "respawn" in matrix
+    assert 'class="cell unknown" title="kill-mid-ring / ps / respawn: unknown' in matrix
+    assert "worker 2&#x27;s history ends early" in matrix
+
+
+def test_a_pass_and_an_unknown_banner(tmp_path):
+    out = write_run_dir(tmp_path / "run", with_bench=False, with_scaling=False, with_sweep=False)
+    inv = pd.read_csv(out / "invariants.csv", keep_default_na=False)
+    inv.assign(passed="true").to_csv(out / "invariants.csv", index=False)
+    page = Path(report.build(str(out))).read_text()
+    assert 'data-verdict="pass"' in page and "Every invariant held" in page
+    (out / "invariants.csv").unlink()
+    page = Path(report.build(str(out))).read_text()
+    assert 'data-verdict="unknown"' in page and "no invariant was checked" in page
+
+
+def test_a_folder_whose_files_disagree_says_so(tmp_path):
+    out = write_run_dir(tmp_path / "run", with_bench=False, with_scaling=False, with_sweep=False)
+    info = json.loads((out / "run.json").read_text())
+    info["plan"] = ["none/ring", "none/ps"]
+    info["ranks"] = 2
+    (out / "run.json").write_text(json.dumps(info))
+    page = Path(report.build(str(out))).read_text()
+    assert page.count('class="warning"') == 2
+    assert "run.json&#x27;s plan does not name" in page and "4 members in a step but run.json says 2 ranks" in page
+
+
 @pytest.mark.parametrize("absent", ["steps.csv", "run.json"])
 def test_a_missing_file_is_reported_as_missing(tmp_path, absent):
-    out = write_run_dir(tmp_path / "run", with_bench=False, with_scaling=False)
+    out = write_run_dir(tmp_path / "run", with_bench=False, with_scaling=False, with_sweep=False)
     (out / absent).unlink()
     page = Path(report.build(str(out))).read_text()
     assert f"No {absent}" in page or (absent == "run.json" and "No calibration in run.json" in page)
     assert "No bench.csv" in page and "No scaling.csv" in page
+    assert "No sweep ran for this folder" in page
 
 
-def test_empty_folder_still_gives_a_report(tmp_path):
-    page = Path(report.build(str(tmp_path))).read_text()
-    for name in ("invariants.csv", "steps.csv", "faults.csv", "sweep.csv", "bench.csv", "scaling.csv",
-                 "comparison.csv", "calibration in run.json"):
-        assert f"No {name}" in page
-    assert "<h2>7. Findings</h2><p>None in the files present; but no invariant was checked" in page
+def test_an_empty_folder_is_an_input_error(tmp_path):
+    from mpibench.results.inputs import ReportInputError
+
+    with pytest.raises(ReportInputError, match="holds no mpibench results"):
+        report.build(str(tmp_path))
+    assert not (tmp_path / "report.html").exists()
 
 
-def test_cli_report_rebuilds_and_rejects_a_missing_folder(tmp_path):
-    (tmp_path / "run").mkdir()
-    job = run_cli(["report", str(tmp_path / "run")])
+def test_cli_report_rebuilds_with_progress_and_rejects_bad_folders(tmp_path):
+    out = write_run_dir(tmp_path / "run", with_bench=False, with_scaling=False)
+    job = run_cli(["report", str(out)])
     assert job.returncode == 0, job.text
-    assert "mpibench correctness report" in (tmp_path / "run" / "report.html").read_text()
-    bad = run_cli(["report", str(tmp_path / "nope")])
-    assert bad.returncode == 2 and "no such folder" in bad.stderr and "Traceback" not in bad.text
+    assert "mpibench correctness report" in (out / "report.html").read_text()
+    assert "report: read steps.csv" in job.stderr and "bytes in" in job.stderr
+    for folder in (tmp_path / "nope", tmp_path / "empty"):
+        if folder.name == "empty":
+            folder.mkdir()
+        bad = run_cli(["report", str(folder)])
+        assert bad.returncode == 2 and "Traceback" not in bad.text, bad.text
+        assert len(bad.stderr.strip().splitlines()) == 1

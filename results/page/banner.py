@@ -1,0 +1,33 @@
+"""The first thing on the page: one verdict, its counts, the first violation and its replay."""
+from __future__ import annotations
+
+from ..htmlparts import esc
+from .verdict import FAIL, PASS, Verdict
+
+WORDS = {PASS: "PASS", FAIL: "FAIL", "unknown": "UNKNOWN"}
+
+
+def banner(v: Verdict, warnings: list[str]) -> str:
+    cases = len(v.cases)
+    failed = sum(c.verdict == FAIL for c in v.cases)
+    counts = (f"{v.checks:,} checks over {cases} case(s): {v.violations:,} violated"
+              + (f", in {failed} case(s)" if failed else ""))
+    parts = [f'<div id="verdict" class="banner {esc(v.verdict)}" data-verdict="{esc(v.verdict)}">',
+             f'<span class="word">{WORDS.get(v.verdict, esc(v.verdict).upper())}</span>',
+             f'<span class="counts">{esc(counts)}</span>']
+    if v.verdict == PASS:
+        parts.append("<div>Every invariant held on every checked step.</div>")
+    elif v.reason:
+        parts.append(f"<div>{esc(v.reason)}</div>")
+    if v.first is not None:
+        f = v.first
+        parts.append(f'<div class="first">First violation: <strong>{esc(f.invariant)}</strong> at step '
+                     f'{esc(f.step)} of {esc(f.scenario)} under {esc(f.strategy)}'
+                     + (f" ({esc(f.recovery)})" if f.recovery else "")
+                     + (f": {esc(f.detail)}" if f.detail else "") + "</div>")
+        if f.replay:
+            parts.append(f'<div class="replay">replay: <code>{esc(f.replay)}</code></div>')
+    parts.append(f'<div class="source">from {esc(v.source)}</div></div>')
+    for text in warnings:
+        parts.append(f'<div class="warning">This folder may mix runs: {esc(text)}.</div>')
+    return "".join(parts)

@@ -1,0 +1,69 @@
+"""Launcher discovery and the could-not-run verdict of the drivers (sweep, selftest)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpibench import launch
+from mpirun import run_command
+
+
+def test_without_a_launcher_given_the_environments_mpirun_gets_the_makefile_flags(monkeypatch):
+    monkeypatch.delenv("MPIBENCH_MPIEXEC", raising=False)
+    argv = launch.launcher_argv(None)
+    beside = Path(sys.executable).parent / "mpirun"
+    if not beside.exists():
+        pytest.skip("no mpirun beside this Python (the embedded-mpi extra is not installed)")
+    assert argv == [str(beside), *launch.OPEN_MPI_FLAGS]
+
+
+def test_a_given_launcher_is_used_as_given(monkeypatch):
+    monkeypatch.setenv("MPIBENCH_MPIEXEC", "srun --mpi=pmix")
+    assert launch.launcher_argv(None) == ["srun", "--mpi=pmix"]
+    assert launch.launcher_argv("mpiexec -x FOO")[1:] == ["-x", "FOO"]
+
+
+@pytest.mark.parametrize("launcher,needle", [("/no/such/mpirun", "no launcher"), ("false", "exited 1")])
+def test_a_launcher_that_cannot_start_jobs_is_a_launch_error(launcher, needle):
+    with pytest.raises(launch.LaunchError, match=needle):
+        launch.preflight(launcher, 2, timeout_s=30)
+
+
+@pytest.mark.mpi
+def test_too_many_ranks_without_oversubscribe_names_the_fix():
+    plain = str(Path(sys.executable).parent / "mpirun")
+    if not Path(plain).exists():
+        pytest.skip("no mpirun beside this Python")
+    with pytest.raises(launch.LaunchError, match="add --oversubscribe"):
+        launch.preflight(plain, (os.cpu_count() or 1) + 2, timeout_s=60)
+
+
+@pytest.mark.mpi
+def test_the_discovered_launcher_starts_more_ranks_than_cores(monkeypatch):
+    monkeypatch.delenv("MPIBENCH_MPIEXEC", raising=False)
+    launch.preflight(None, (os.cpu_count() or 1) + 1, timeout_s=90)
+
+
+@pytest.mark.parametrize("command", [["selftest", "--out", "st"],
+                                     ["sweep", "--seeds", "1", "--workers", "2", "--out", "sw"]])
+def test_drivers_that_cannot_launch_say_could_not_run_with_exit_3(tmp_path, command):
+    job = run_command([sys.executable, "-m", "mpibench", *command, "--mpiexec", "false"], timeout=60, cwd=tmp_path)
+    assert job.returncode == 3, job.text
+    assert "could not run" in job.stderr and "Traceback" not in job.text
+    assert "caught" not in job.text and "FAILED" not in job.text  # never reported as the checker's result
+    assert not (tmp_path / "sw").exists()  # the sweep made no folder it could not fill
+
+
+def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path):
+    import io
+
+    from mpibench.selftest import run_selftest
+
+    stream = io.StringIO()
+    code = run_selftest(tmp_path, ["false"], jobs=1, stream=stream, only={"honest/native", "unweighted"})
+    text = stream.getvalue()
+    assert code == 3, text
+    assert "selftest could not run: 2 of 2 jobs never began their run" in text and "caught" not in text.split("\n", 1)[1]
