@@ -33,7 +33,8 @@ from . import seeds
 from .comm import Comm
 from .config import UsageError
 from .records import BENCH_COLUMNS, CsvLog
-from .sync import STRATEGIES, make_strategy
+from .sync import make_strategy
+from .sync.registry import CHECKED
 from .sync.ring import busbw_factor
 
 DEFAULT_SIZES = "4K,1M,16M"
@@ -162,10 +163,9 @@ def human_bytes(n: int) -> str:
 # ---------------------------------------------------------------------------- input checks
 def validate(strategies, sizes_bytes, iterations: int, warmup: int) -> None:
     """Bad benchmark input -> UsageError (one line, exit 2)."""
-    unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown or not strategies:
-        raise UsageError(f"unknown strategy {', '.join(unknown) or '(none)'} "
-                         f"(choose from {', '.join(STRATEGIES)})")
+    from .sync import registry
+
+    registry.validate(strategies)
     for n in sizes_bytes:
         if n < ITEM_BYTES or n % ITEM_BYTES:
             raise UsageError(f"size {n} B is not a positive multiple of {ITEM_BYTES} bytes (float32)")
@@ -207,7 +207,7 @@ def bench_command(sizes_bytes, strategies_text: str, iterations: int, warmup: in
 
 # The main job's benchmark: small sizes and few calls, so it adds seconds, not minutes.
 MAIN_JOB_SIZES = (4 << 10, 64 << 10, 1 << 20)
-MAIN_JOB_STRATEGIES = ("ring", "ps", "native")
+MAIN_JOB_STRATEGIES = CHECKED + ("native",)
 
 
 def main_job_bench(comm: MPI.Comm, out_dir: str, config, backend, progress=None) -> list[dict]:

@@ -152,7 +152,8 @@ def main(ctx, **kw):
 
 
 @main.command()
-@click.option("--strategy", default="native", show_default=True, help="ring, ps or native")
+@click.option("--strategy", default="native", show_default=True,
+              help="a name from 'python -m mpibench strategies', or package.module:Class")
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")
 @click.option("--mutant", default=None, hidden=True,
@@ -177,7 +178,8 @@ def run(strategy, scenario, mutant, **kw):
 @main.command()
 @click.option("--sizes", default="4K,1M,16M", show_default=True,
               help="message sizes, comma-separated (4K, 1M, 16MiB, 512)")
-@click.option("--strategies", default="ring,ps,native", show_default=True, help="strategies, comma-separated")
+@click.option("--strategies", default="ring,ps,native", show_default=True,
+              help="strategies, comma-separated (names from 'strategies', or package.module:Class)")
 @click.option("--iterations", type=int, default=20, show_default=True, help="timed calls per size")
 @click.option("--warmup", type=int, default=5, show_default=True, help="untimed calls before them")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the input values")
@@ -203,7 +205,8 @@ def bench(sizes, strategies, iterations, warmup, seed, bucket_bytes, ps_shards, 
 @main.command()
 @click.option("--seeds", type=int, default=10, show_default=True, help="seeds per worker count and strategy")
 @click.option("--workers", default="2,3,5,8", show_default=True, help="worker counts, comma-separated")
-@click.option("--strategies", default="ring,ps", show_default=True, help="strategies, comma-separated")
+@click.option("--strategies", default=None,
+              help="strategies, comma-separated [default: every checked strategy, see 'strategies']")
 @click.option("--steps", type=int, default=10, show_default=True, help="training steps per case")
 @click.option("--jobs", type=int, default=1, show_default=True, help="cases run at the same time")
 @click.option("--out", type=click.Path(file_okay=False), default="mpibench-sweep", show_default=True,
@@ -225,7 +228,9 @@ def sweep(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed, cas
     held every invariant, 1 otherwise.
     """
     from .sweep import sweep_command
+    from .sync.registry import CHECKED
 
+    strategies = strategies if strategies is not None else ",".join(CHECKED)
     extra = ("--mutant", mutant) if mutant else ()
     sys.exit(sweep_command(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed,
                            case_deadline, shrink_runs, extra))
@@ -237,11 +242,16 @@ def sweep(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed, cas
               help="output folder: one folder per job")
 @click.option("--mpiexec", default=None,
               help="launcher for the jobs [default: $MPIBENCH_MPIEXEC, else mpirun]")
-def selftest(jobs, out, mpiexec):
+@click.option("--strategy", default=None,
+              help="instead: check this strategy (name or package.module:Class) on uneven shards "
+                   "under every fault the self-test uses; exit 0 only if it holds every invariant")
+def selftest(jobs, out, mpiexec, strategy):
     """The checker against known-bad reductions; exit 0 only if every one is caught.
 
     Prints, for each mutant, the invariant and step that caught it, and shows
     that with equal batch sizes the weighting mutants cannot be told apart.
+    With --strategy, checks one strategy instead and names the invariant and
+    step of anything it gets wrong.
     """
     from pathlib import Path
 
@@ -250,7 +260,27 @@ def selftest(jobs, out, mpiexec):
 
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs))
+    if strategy is not None:
+        from .sync.registry import validate
+
+        validate([strategy])
+    sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs, strategy=strategy))
+
+
+@main.command()
+def strategies():
+    """The sync strategies on offer (built-in and installed plugins), one line each.
+
+    \b
+    A strategy of your own: subclass mpibench.sync.base.SyncStrategy, implement
+    reduce(buf), and either pass --strategy package.module:Class or register it
+    under the entry-point group 'mpibench.strategies'. Check it with
+    'python -m mpibench selftest --strategy NAME'.
+    """
+    from .sync.registry import listing
+
+    for line in listing():
+        click.echo(line)
 
 
 @main.command()

@@ -127,11 +127,27 @@ def folder(out: Path, trial: Trial) -> Path:
     return out / trial.label.replace("/", "_")
 
 
+def strategy_trials(strategy: str) -> list[Trial]:
+    """A strategy under test: honest runs on uneven shards, with no faults and with each
+    fault schedule the recovery mutants use; each must hold every invariant."""
+    plan = [Trial(f"{strategy}/no-faults", None, strategy, 3, False, group="control")]
+    for name, events in fault_events().items():
+        recovery = "respawn" if name.endswith("respawn") else "shrink"
+        fault = name.split("/")[0].replace("dead-leak", "kill-mid-reduction").replace(
+            "stale-rejoin", "partition-heal" if recovery == "shrink" else "kill-respawn").replace(
+            "double-apply", "kill-after-apply")
+        plan.append(Trial(f"{strategy}/{fault}", None, strategy, 3, False, events, recovery, group="control"))
+    return plan
+
+
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
-                 stream=None, only: set[str] | None = None) -> int:
-    """Run the trials (those labelled in ``only``, if given); 0 only if each came out right."""
+                 stream=None, only: set[str] | None = None, strategy: str | None = None) -> int:
+    """Run the trials (those labelled in ``only``, if given); 0 only if each came out right.
+
+    With ``strategy``, the trials are :func:`strategy_trials` of that strategy instead.
+    """
     stream = stream or sys.stdout
-    plan = [t for t in trials() if only is None or t.label in only]
+    plan = [t for t in (strategy_trials(strategy) if strategy else trials()) if only is None or t.label in only]
     samples, batch = equal_batches(0, 3)
     start = time.perf_counter()
     stream.write(f"selftest: {len(plan)} jobs ({sum(t.group == 'mutant' for t in plan)} known-bad reductions), "

@@ -11,7 +11,14 @@ from .records import RunRecords
 from .runner import free_comm, prepare, recoverable_dup, run_scenario, run_scenario_on
 from .worker import Summary, violation_message
 
-MAIN_STRATEGIES = ("ring", "ps")
+def main_strategies() -> list[str]:
+    """The registry's checked strategies; ``MPIBENCH_STRATEGIES`` (comma-separated) narrows them."""
+    import os
+
+    from mpibench.sync.registry import CHECKED
+
+    wanted = [n for n in os.environ.get("MPIBENCH_STRATEGIES", "").split(",") if n]
+    return [name for name in CHECKED if not wanted or name in wanted]
 
 
 def main_scenarios(world_size: int) -> list[str]:
@@ -86,7 +93,7 @@ def main_job(base: RunConfig, out: str) -> int:
 
     world = MPI.COMM_WORLD
     plan = [replace(base, scenario=s, strategy=k) for s in main_scenarios(world.Get_size())
-            for k in MAIN_STRATEGIES]
+            for k in main_strategies()]
     for config in plan:
         prepare(config, world.Get_size())
     left_out = _too_small_for(world.Get_size())
@@ -121,14 +128,13 @@ def _main_loop(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=
         summary, comm = run_scenario_on(config, comm, records, backend, continuation={**job, "index": index})
         results.append((config, summary))
     records.close()
-    from mpibench.sync import STRATEGIES
-
     comm = restore_world(comm, n, {**job, "index": len(plan)})
     if job["calibration"] is not None:
         from .bench import main_job_bench
 
         main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
-        results_job.finish(comm, job["out"], job["base"], job["calibration"], backend, sorted(STRATEGIES),
+        results_job.finish(comm, job["out"], job["base"], job["calibration"], backend,
+                           sorted(set(main_strategies()) | {"native"}),
                            lambda text: _progress(comm, text))
     code = _finish(results, n, time.time() - job["start"], backend, comm)
     code = comm.bcast(code, root=0)  # replacements saw only part of the job

@@ -312,7 +312,8 @@ class Trainer:
             "effective_batch": effective_batch,
             "epoch_ends": ranks_text(shape.epoch_ends),
             "loss_mean": loss_mean, "loss_var": loss_var,
-            "step_time_s": step_s, "sync_time_s": sync_s, "check_time_s": check_s})
+            "step_time_s": step_s, "sync_time_s": sync_s, "check_time_s": check_s,
+            "algorithm": getattr(reduction, "algorithm", "")})
         for verdict in verdicts:
             self._note_verdict(outcome.step, verdict)
 

@@ -34,7 +34,8 @@ from .rabenseifner import rabenseifner_cost_s
 from .rd import rd_cost_s
 from .rounds import Round, compact
 
-SMALL_BUCKET_BYTES = 16 << 10  # leaders use recursive doubling up to here, halving/doubling above
+SMALL_BUCKET_BYTES = 16 << 10
+_SAID: set[str] = set()  # leaders use recursive doubling up to here, halving/doubling above
 
 
 class Hierarchical(BucketedStrategy):
@@ -112,8 +113,8 @@ class Hierarchical(BucketedStrategy):
                     rounds += halving_doubling_rounds(leaders, me, buf, scratch, inner)
             rounds += intra_broadcast(node, i, buckets)
         text = describe_layout(nodes, inter)
-        if len(nodes) == 1 and self.comm.rank == 0 and not getattr(self, "_said", False):
-            self._said = True
+        if len(nodes) == 1 and self.comm.rank == 0 and text not in _SAID:
+            _SAID.add(text)  # once per process and layout: every rebuild would repeat it
             print(f"hier: {text}: no leaders' all-reduce, only a reduce and a broadcast inside the node",
                   file=sys.stderr, flush=True)
         return Compiled(buf, compact(rounds), plan.pieces(), plan.covers(), f"hier[{text}]")
