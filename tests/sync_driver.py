@@ -24,6 +24,10 @@ EPS32 = float(np.finfo(np.float32).eps)
 # A calibration under which bandwidth always dominates (auto then chooses halving/doubling).
 TINY_ALPHA = {"alpha_s": 1e-12, "beta_s_per_byte": 1e-9, "gamma_cache_s_per_byte": 1e-9,
               "gamma_memory_s_per_byte": 1e-9}
+# At p = 2 this puts auto's switch at 3800 bytes: 4 KiB buckets by halving/doubling, a shorter
+# tail by recursive doubling (two algorithms on one buffer).
+MIXED = {"alpha_s": 1.9e-6, "beta_s_per_byte": 0.0, "gamma_cache_s_per_byte": 1e-9,
+         "gamma_memory_s_per_byte": 1e-9}
 
 
 def lengths_for(p: int) -> list[int]:
@@ -77,6 +81,8 @@ def reduce_cases(comm: Comm, backend, p: int) -> int:
                 buf[:] = local
                 reduction = strategy.reduce(buf)
             check_same(comm, buf, want, scale, f"p={p} {name} {options} length={length}")
+            if options.get("calibration") is MIXED and p == 2 and length == 50_003:
+                assert reduction.algorithm == "auto:rabenseifner+rd", reduction.algorithm
             assert reduction.total_length == length
             assert sorted(o for o, n in reduction.pieces if n) == sorted(
                 {o for o, n in reduction.pieces if n}), "pieces repeat"
@@ -98,6 +104,7 @@ def variants(length: int, p: int):
     yield "hier", {"bucket_bytes": 1 << 20, "ranks_per_node": 2}  # leaders by halving/doubling
     yield "auto", {"bucket_bytes": 4096}
     yield "auto", {"bucket_bytes": 1 << 20, "calibration": TINY_ALPHA}  # picks rabenseifner
+    yield "auto", {"bucket_bytes": 4096, "calibration": MIXED}
 
 
 def step_cases(comm: Comm, backend, p: int) -> int:
