@@ -95,7 +95,7 @@ def bench_size(comm: Comm, n_bytes: int, rounds: int, calls: int, options: dict)
     t = {name: np.array(v) for name, v in times.items()}
     best = min(FIXED, key=lambda name: np.median(t[name]))
     auto = reducers["auto"]
-    row = {"bytes": n_bytes, "errors": errors, "best": best, "auto_pick": auto.plan_for(auto.buffer)[2],
+    row = {"bytes": n_bytes, "errors": errors, "best": best, "auto_pick": auto.plan_for(auto.buffer).label,
            **{f"{k}_s": float(np.median(v)) for k, v in t.items()},
            **{f"{k}_ratio": float(np.median(v / t[BASELINE])) for k, v in t.items() if k != BASELINE},
            "auto_over_best": float(np.median(t["auto"] / t[best]))}
@@ -125,7 +125,7 @@ def main() -> int:
               + f" {'auto/best':>10} {'best':>13} {'auto picked':>18} {'errors':>6}   model/measured: "
               + " ".join(FIXED + ("auto",)))
     for n_bytes in (size_option(s) for s in parse_list(args.sizes)):
-        calls = args.calls or max(3, min(50, (16 << 20) // n_bytes))
+        calls = args.calls or max(3, min(200, (16 << 20) // n_bytes))
         row = bench_size(comm, n_bytes, args.rounds, calls, options)
         if comm.rank == 0:
             modelled = [costmodel.sync_s(costs, n, comm.size, n_bytes, options) / row[f"{n}_s"]

@@ -97,6 +97,16 @@ def _half_round_trip(comm, buf, peer: int, trips: int) -> float:
     return float(np.median(times[1:]))  # the first trip pays for connection set-up
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """One buffer's runs ``(start, view, candidate)``, its label and, for one run, its Reduction."""
+
+    buf: object
+    runs: list
+    label: str
+    whole: Reduction | None
+
+
 class Auto(SyncStrategy):
     name = "auto"
     summary = "per bucket size and p, rd or rabenseifner, whichever the run's calibrated cost model says"
@@ -110,11 +120,11 @@ class Auto(SyncStrategy):
         self.costs: LinkCosts | None = LinkCosts.from_option(given) if given else None
         # The candidates reduce views of the caller's buffer: they need no step buffer of their own.
         self._candidates = {cls: cls(comm, backend, 0, self.options) for cls in CANDIDATES}
-        self._plan = None  # (buf, [(start, view, strategy)], label)
+        self._plan: _Plan | None = None
 
-    def plan_for(self, buf):
+    def plan_for(self, buf) -> "_Plan":
         """The views of ``buf`` and the candidate chosen for each (cached per buffer)."""
-        if self._plan is None or self._plan[0] is not buf:
+        if self._plan is None or self._plan.buf is not buf:
             if self.costs is None:
                 self.costs = measure_costs(self.comm, self.backend)
             itemsize = buf.dtype.itemsize
@@ -126,19 +136,23 @@ class Auto(SyncStrategy):
                 chosen = [(0, len(buf), chosen[0][2])]  # one algorithm: one call on the whole buffer
             runs = [(start, buf[start:end], self._candidates[cls]) for start, end, cls in chosen]
             label = "auto:" + ("+".join(s.name for _, _, s in runs) or "none")
-            self._plan = (buf, runs, label)
+            whole = None
+            if len(runs) == 1:  # the candidate's pieces are the buffer's: one Reduction serves every call
+                runs = [(0, buf, runs[0][2])]
+                whole = Reduction(self.comm.worker_ids, runs[0][2].compiled_for(buf).pieces, len(buf), label)
+            self._plan = _Plan(buf, runs, label, whole)
         return self._plan
 
     def reduce(self, buf) -> Reduction:
-        _, runs, label = self.plan_for(buf)
-        if len(runs) == 1:  # the usual case: one algorithm over the whole buffer, pieces as they are
-            done = runs[0][2].reduce(buf)
-            return Reduction(self.comm.worker_ids, done.pieces, len(buf), label)
+        plan = self.plan_for(buf)
+        if plan.whole is not None:
+            plan.runs[0][2].reduce(buf)
+            return plan.whole
         pieces = []
-        for start, view, strategy in runs:
+        for start, view, strategy in plan.runs:
             done = strategy.reduce(view)
             pieces += [(start + offset, length) for offset, length in done.pieces]
-        return Reduction(self.comm.worker_ids, pieces, len(buf), label)
+        return Reduction(self.comm.worker_ids, pieces, len(buf), plan.label)
 
     def close(self) -> None:
         for strategy in self._candidates.values():
