@@ -7,8 +7,8 @@ on float32 buffers (mpi4py's buffer call, blocking). Each strategy reduces
 its own step buffer through the suite's deadline-bounded communicator. For
 every size the contenders are timed in rounds; within a round each runs
 ``--calls`` reductions right after one another (order rotated from round to
-round), so all see the same machine load; a round gives each its IMB t_max
-(mean over calls of the slowest rank's time). Printed per size: the median
+round), so all see the same machine load; a round gives each the median over
+its calls of the slowest rank's time. Printed per size: the median
 time of each, the median over rounds of each one's time / the baseline's, and
 for ``auto`` the median of auto / the best fixed strategy of that size (the
 one with the lowest median), plus which algorithm auto picked. The alpha,
@@ -56,7 +56,8 @@ class Baseline:
 
 
 def timed(comm: Comm, reducer, values: np.ndarray, calls: int) -> float:
-    """IMB t_max: mean over calls of the slowest rank's time for one reduction."""
+    """Median over calls of the slowest rank's time for one reduction (IMB's t_max takes the
+    mean; on a shared machine a few descheduled calls would dominate it)."""
     times = np.empty(calls)
     buf = reducer.buffer
     for i in range(calls):
@@ -67,7 +68,7 @@ def timed(comm: Comm, reducer, values: np.ndarray, calls: int) -> float:
         times[i] = MPI.Wtime() - start
     table = np.empty((comm.size, calls))
     comm.mpi.Allgather(times, table)
-    return float(table.max(axis=0).mean())
+    return float(np.median(table.max(axis=0)))
 
 
 def check(comm: Comm, reducer, values: np.ndarray, want: np.ndarray, name: str) -> int:

@@ -24,6 +24,7 @@ class Round:
     sends: list = field(default_factory=list)  # (view, dest)
     recvs: list = field(default_factory=list)  # (view, source)
     adds: list = field(default_factory=list)  # (target view, received view)
+    swap: tuple | None = None  # (send view, dest, receive view, source), set by seal()
 
     def send(self, view, dest: int) -> None:
         if len(view):
@@ -36,23 +37,32 @@ class Round:
             if into is not None:
                 self.adds.append((into, view))
 
+    def seal(self) -> "Round":
+        """Done adding transfers: note whether the round is one send and one receive."""
+        if len(self.sends) == 1 and len(self.recvs) == 1:
+            self.swap = (self.sends[0][0], self.sends[0][1], self.recvs[0][0], self.recvs[0][1])
+        return self
+
     @property
     def empty(self) -> bool:
         return not (self.sends or self.recvs)
 
 
 def run_rounds(comm, backend, rounds: list[Round], tag: int) -> None:
-    """Run ``rounds`` in order: post, wait (deadline-bounded), accumulate."""
+    """Run ``rounds`` (from :func:`compact`) in order: post, wait (deadline-bounded), accumulate."""
     irecv, isend, accumulate = comm.irecv, comm.isend, backend.accumulate
     for rnd in rounds:
         backend.synchronize()  # device buffers must be final before MPI reads them
-        requests = [irecv(view, source, tag) for view, source in rnd.recvs]
-        requests += [isend(view, dest, tag) for view, dest in rnd.sends]
-        comm.wait(requests, rnd.peers)
+        if rnd.swap is not None:  # one message each way: the communicator's sendrecv, one call
+            comm.sendrecv(*rnd.swap, tag)
+        else:
+            requests = [irecv(view, source, tag) for view, source in rnd.recvs]
+            requests += [isend(view, dest, tag) for view, dest in rnd.sends]
+            comm.wait(requests, rnd.peers)
         for target, received in rnd.adds:
             accumulate(target, received)
 
 
 def compact(rounds: list[Round]) -> list[Round]:
-    """The rounds in which this rank has anything to do."""
-    return [r for r in rounds if not r.empty]
+    """The rounds in which this rank has anything to do, sealed."""
+    return [r.seal() for r in rounds if not r.empty]
