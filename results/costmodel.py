@@ -27,10 +27,11 @@ ASSUMPTIONS = (
     "ring: reduce-scatter then allgather over p segments per bucket",
     "PS: the k servers are among the workers and a rank's own piece never travels",
     "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above",
-    "rd: ceil(log2 p) whole-buffer rounds; rabenseifner: 2 log2 q rounds moving 2(q-1)/q of the buffer; "
-    "both fold a non-power-of-two p onto q = 2^floor(log2 p) with one whole-buffer message in and out; "
-    "hier: binomial reduce and broadcast inside a node, leaders' all-reduce across nodes; auto: the cheaper "
-    "of rd and rabenseifner per bucket",
+    "rd: log2 q whole-buffer rounds, rabenseifner: 2 log2 q rounds moving 2(q-1)/q of the buffer, both "
+    "folding a non-power-of-two p onto q = 2^floor(log2 p) with one whole-buffer message in and one out",
+    "hier: binomial reduce and broadcast inside a node (all ranks on one node unless ranks_per_node is "
+    "given), the leaders' all-reduce across nodes",
+    "auto: the cheaper of rd and rabenseifner per bucket",
     "a step = the same step's local work on one rank (the worker loop on MPI.COMM_SELF at the same "
     "local batch, so p = 1 re-measures it) + gradient sync + loss-statistics allgather",
     "on one rank a collective costs its software call overhead (calibrated on MPI.COMM_SELF)",
