@@ -130,13 +130,13 @@ def folder(out: Path, trial: Trial) -> Path:
 def strategy_trials(strategy: str) -> list[Trial]:
     """A strategy under test: honest runs on uneven shards, with no faults and with each
     fault schedule the recovery mutants use; each must hold every invariant."""
+    labels = {"dead-leak": "kill-mid-reduction", "stale-rejoin": "partition-heal",
+              "stale-rejoin/respawn": "kill-then-respawn", "double-apply": "kill-after-apply"}
     plan = [Trial(f"{strategy}/no-faults", None, strategy, 3, False, group="control")]
     for name, events in fault_events().items():
         recovery = "respawn" if name.endswith("respawn") else "shrink"
-        fault = name.split("/")[0].replace("dead-leak", "kill-mid-reduction").replace(
-            "stale-rejoin", "partition-heal" if recovery == "shrink" else "kill-respawn").replace(
-            "double-apply", "kill-after-apply")
-        plan.append(Trial(f"{strategy}/{fault}", None, strategy, 3, False, events, recovery, group="control"))
+        plan.append(Trial(f"{strategy}/{labels[name]}", None, strategy, 3, False, events, recovery,
+                          group="control"))
     return plan
 
 
