@@ -164,8 +164,11 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
     titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "
                        f"--batch-size {batch}: every shard a whole number of batches):",
-              "control": "controls (honest reductions, same settings):"}
+              "control": (f"{strategy} on uneven shards, without and with faults:" if strategy
+                          else "controls (honest reductions, same settings):")}
     for group, title in titles.items():
+        if not any(t.group == group for t in plan):
+            continue
         stream.write(title + "\n")
         for trial, outcome in zip(plan, outcomes):
             if trial.group != group:
@@ -176,6 +179,8 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
             stream.write(f"  {'ok ' if ok else 'BAD'} {trial.label:<28} {text}  [{trial.strategy}{faults}]\n")
     caught = sum(1 for t, o in zip(plan, outcomes) if t.group == "mutant" and o.outcome == VIOLATION)
     mutants = sum(t.group == "mutant" for t in plan)
-    stream.write(f"selftest {'passed' if good else 'FAILED'}: {caught} of {mutants} known-bad reductions caught "
+    what = (f"{strategy} held every invariant in {sum(o.outcome == OK for o in outcomes)} of {len(plan)} runs"
+            if strategy else f"{caught} of {mutants} known-bad reductions caught")
+    stream.write(f"selftest {'passed' if good else 'FAILED'}: {what} "
                  f"in {time.perf_counter() - start:.0f} s; jobs in {out}\n")
     return 0 if good else 1
