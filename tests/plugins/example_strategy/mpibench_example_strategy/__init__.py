@@ -42,4 +42,5 @@ class GatherBroadcast(SyncStrategy):
         """(p-1) messages in and out through rank 0's link, p-1 adds there."""
         if p <= 1:
             return cal.call_overhead_s
-        return 2 * (p - 1) * (cal.alpha_s + nbytes * cal.beta_s_per_byte) + (p - 1) * nbytes * cal.gamma_s_per_byte(nbytes)
+        moved = 2 * (p - 1) * (cal.alpha_s + nbytes * cal.beta_s_per_byte)
+        return moved + (p - 1) * nbytes * cal.gamma_s_per_byte(nbytes)
