@@ -191,7 +191,8 @@ def main(ctx, **kw):
 
 
 @main.command()
-@click.option("--strategy", default="native", show_default=True, help="ring, ps or native")
+@click.option("--strategy", default="native", show_default=True,
+              help="a name from 'python -m mpibench strategies', or package.module:Class")
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")
 @click.option("--mutant", default=None, hidden=True,
@@ -298,7 +299,8 @@ def compare(run_a, run_b, threshold, out):
 @main.command()
 @click.option("--seeds", type=int, default=10, show_default=True, help="seeds per worker count and strategy")
 @click.option("--workers", default="2,3,5,8", show_default=True, help="worker counts, comma-separated")
-@click.option("--strategies", default="ring,ps", show_default=True, help="strategies, comma-separated")
+@click.option("--strategies", default=None,
+              help="strategies, comma-separated [default: every checked strategy, see 'strategies']")
 @click.option("--steps", type=int, default=10, show_default=True, help="training steps per case")
 @click.option("--jobs", type=int, default=1, show_default=True, help="cases run at the same time")
 @_with_options(out_options("sweep.csv, findings.csv, sweep.json and one folder per case"))
@@ -331,11 +333,10 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     worker_counts = parse_list(workers, "--workers", int)
     if min(worker_counts) < 1:
         raise UsageError("--workers must be positive")
-    from .sync import STRATEGIES
+    from .sync.registry import CHECKED, validate
 
-    unknown = [name for name in parse_list(strategies, "--strategies") if name not in STRATEGIES]
-    if unknown:
-        raise UsageError(f"unknown strategy {unknown[0]!r} (choose from {', '.join(STRATEGIES)})")
+    strategies = strategies if strategies is not None else ",".join(CHECKED)
+    validate(parse_list(strategies, "--strategies"))
     request = out_request(kw, "sweep", first_seed)
     stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
     try:
@@ -359,11 +360,16 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
 @click.option("--mpiexec", default=None,
               help="launcher for the jobs [default: $MPIBENCH_MPIEXEC, else this Python's mpirun with the "
                    "flags 'make run' uses]")
-def selftest(jobs, out, mpiexec):
+@click.option("--strategy", default=None,
+              help="instead: check this strategy (name or package.module:Class) on uneven shards "
+                   "under every fault the self-test uses; exit 0 only if it holds every invariant")
+def selftest(jobs, out, mpiexec, strategy):
     """The checker against known-bad reductions; exit 0 only if every one is caught.
 
     Prints, for each mutant, the invariant and step that caught it, and shows
     that with equal batch sizes the weighting mutants cannot be told apart.
+    With --strategy, checks one strategy instead and names the invariant and
+    step of anything it gets wrong.
     Exit 3 (could not run) when the launcher cannot start the jobs.
     """
     from pathlib import Path
@@ -373,12 +379,32 @@ def selftest(jobs, out, mpiexec):
 
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if strategy is not None:
+        from .sync.registry import validate
+
+        validate([strategy])
     try:
         preflight(mpiexec, WORKERS)
     except LaunchError as exc:
         click.echo(f"mpibench: could not run: {exc}", err=True)
         sys.exit(EXIT_COULD_NOT_RUN)
-    sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs))
+    sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs, strategy=strategy))
+
+
+@main.command()
+def strategies():
+    """The sync strategies on offer (built-in and installed plugins), one line each.
+
+    \b
+    A strategy of your own: subclass mpibench.sync.base.SyncStrategy, implement
+    reduce(buf), and either pass --strategy package.module:Class or register it
+    under the entry-point group 'mpibench.strategies'. Check it with
+    'python -m mpibench selftest --strategy NAME'.
+    """
+    from .sync.registry import listing
+
+    for line in listing():
+        click.echo(line)
 
 
 @main.command()

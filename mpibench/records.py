@@ -16,7 +16,7 @@ SCHEMA_VERSION = 1
 
 STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", "contributing",
                 "excluded", "effective_batch", "epoch_ends", "loss_mean", "loss_var",
-                "step_time_s", "sync_time_s", "check_time_s"]
+                "step_time_s", "sync_time_s", "check_time_s", "algorithm"]
 # invariants.csv is written by the checker (mpibench.check.outputs), after the run.
 INVARIANT_COLUMNS = ["scenario", "strategy", "recovery", "step", "invariant", "passed", "detail"]
 FAULT_COLUMNS = ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"]

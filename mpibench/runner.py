@@ -24,11 +24,10 @@ def prepare(config: RunConfig, world_size: int):
     """Validate and load everything a run needs; UsageError on bad input."""
     from mpibench.faults import load_schedule
 
-    from mpibench.sync import STRATEGIES
+    from mpibench.sync import registry
 
     config.validate(world_size)
-    if config.strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy {config.strategy!r} (choose from {', '.join(STRATEGIES)})")
+    registry.validate([config.strategy])
     try:
         schedule = load_schedule(config.scenario, world_size, config.seed)
     except ValueError as exc:

@@ -157,11 +157,27 @@ def fresh_trial(trial: Trial, out: Path, mpiexec: list[str], deadline_s: float):
     return run_case(trial.case(), folder(out, trial), mpiexec, deadline_s)
 
 
+def strategy_trials(strategy: str) -> list[Trial]:
+    """A strategy under test: honest runs on uneven shards, with no faults and with each
+    fault schedule the recovery mutants use; each must hold every invariant."""
+    labels = {"dead-leak": "kill-mid-reduction", "stale-rejoin": "partition-heal",
+              "stale-rejoin/respawn": "kill-then-respawn", "double-apply": "kill-after-apply"}
+    plan = [Trial(f"{strategy}/no-faults", None, strategy, WORKERS, False, group="control")]
+    for name, events in fault_events().items():
+        recovery = "respawn" if name.endswith("respawn") else "shrink"
+        plan.append(Trial(f"{strategy}/{labels.get(name, name)}", None, strategy, WORKERS, False, events, recovery,
+                          group="control"))
+    return plan
+
+
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
-                 stream=None, only: set[str] | None = None) -> int:
-    """Run the trials (those labelled in ``only``, if given); 0 only if each came out right."""
+                 stream=None, only: set[str] | None = None, strategy: str | None = None) -> int:
+    """Run the trials (those labelled in ``only``, if given); 0 only if each came out right.
+
+    With ``strategy``, the trials are :func:`strategy_trials` of that strategy instead.
+    """
     stream = stream or sys.stdout
-    plan = [t for t in trials() if only is None or t.label in only]
+    plan = [t for t in (strategy_trials(strategy) if strategy else trials()) if only is None or t.label in only]
     samples, batch = equal_batches(0, WORKERS)
     start = time.perf_counter()
     stream.write(f"selftest: {len(plan)} jobs ({sum(t.group == 'mutant' for t in plan)} known-bad reductions), "
@@ -188,8 +204,11 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
     titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "
                        f"--batch-size {batch}: every shard a whole number of batches):",
-              "control": "controls (honest reductions, same settings):"}
+              "control": (f"{strategy} on uneven shards, without and with faults:" if strategy
+                          else "controls (honest reductions, same settings):")}
     for group, title in titles.items():
+        if not any(t.group == group for t in plan):
+            continue
         stream.write(title + "\n")
         for trial, outcome in zip(plan, outcomes):
             if trial.group != group:
@@ -200,6 +219,8 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
             stream.write(f"  {'ok ' if ok else 'BAD'} {trial.label:<28} {text}  [{trial.strategy}{faults}]\n")
     caught = sum(1 for t, o in zip(plan, outcomes) if t.group == "mutant" and o.outcome == VIOLATION)
     mutants = sum(t.group == "mutant" for t in plan)
-    stream.write(f"selftest {'passed' if good else 'FAILED'}: {caught} of {mutants} known-bad reductions caught "
+    what = (f"{strategy} held every invariant in {sum(o.outcome == OK for o in outcomes)} of {len(plan)} runs"
+            if strategy else f"{caught} of {mutants} known-bad reductions caught")
+    stream.write(f"selftest {'passed' if good else 'FAILED'}: {what} "
                  f"in {time.perf_counter() - start:.0f} s; jobs in {out}\n")
     return 0 if good else 1

@@ -12,7 +12,21 @@ from .records import RunRecords
 from .runner import free_comm, prepare, recoverable_dup, run_scenario, run_scenario_on
 from .worker import Summary, violation_message
 
-MAIN_STRATEGIES = ("ring", "ps")
+# The main job's scenarios run under these by default: the two classic schemes and the
+# size-driven choice between the logarithmic ones, which keeps the job within a few
+# minutes on a laptop. MPIBENCH_STRATEGIES picks any checked strategies instead.
+MAIN_DEFAULT = ("ring", "ps", "auto")
+
+
+def main_strategies() -> list[str]:
+    """``MPIBENCH_STRATEGIES`` (comma-separated, from the registry's checked strategies),
+    else :data:`MAIN_DEFAULT`."""
+    import os
+
+    from mpibench.sync.registry import CHECKED
+
+    wanted = [n for n in os.environ.get("MPIBENCH_STRATEGIES", "").split(",") if n] or MAIN_DEFAULT
+    return [name for name in CHECKED if name in wanted]
 
 
 def main_scenarios(world_size: int) -> list[str]:
@@ -110,7 +124,7 @@ def main_job(base: RunConfig, out) -> int:
 
     world = MPI.COMM_WORLD
     plan = [replace(base, scenario=s, strategy=k) for s in main_scenarios(world.Get_size())
-            for k in MAIN_STRATEGIES]
+            for k in main_strategies()]
     for config in plan:
         _check_ulfm(prepare(config, world.Get_size()))
     out, hosts = _open_out(world, out)
@@ -131,7 +145,7 @@ def main_job(base: RunConfig, out) -> int:
                                                 "cases": [case_id(i, c.scenario, c.strategy, c.recovery)
                                                           for i, c in enumerate(plan)],
                                                 "calibration": calibration.as_dict() if calibration else None},
-                    job={"job": "main", "strategy": list(MAIN_STRATEGIES),
+                    job={"job": "main", "strategy": main_strategies(),
                          "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
     job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
            "calibration": calibration, "start": time.time()}
@@ -152,14 +166,13 @@ def _main_loop(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=
         summary, comm = run_scenario_on(config, comm, records, backend, continuation={**job, "index": index})
         results.append((config, summary))
     records.close()
-    from mpibench.sync import STRATEGIES
-
     comm = restore_world(comm, n, {**job, "index": len(plan)})
     if job["calibration"] is not None:
         from .bench import main_job_bench
 
         main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
-        results_job.finish(comm, job["out"], job["base"], job["calibration"], backend, sorted(STRATEGIES),
+        results_job.finish(comm, job["out"], job["base"], job["calibration"], backend,
+                           sorted(set(main_strategies()) | {"native"}),
                            lambda text: _progress(comm, text))
     code = _finish(results, n, time.time() - job["start"], backend, comm, job["out"])
     code = comm.bcast(code, root=0)  # replacements saw only part of the job
@@ -204,10 +217,11 @@ def _progress(world: MPI.Comm, message: str) -> None:
 
 
 def summary_table(results: list[tuple[RunConfig, Summary]]) -> str:
-    header = f"{'scenario':<22}{'strategy':<10}{'steps':>6}{'checks':>8}{'violations':>12}{'batch min':>11}{'batch max':>11}"
+    width = max([14] + [len(c.strategy) + 2 for c, _ in results])
+    header = f"{'scenario':<22}{'strategy':<{width}}{'steps':>6}{'checks':>8}{'violations':>12}{'batch min':>11}{'batch max':>11}"
     lines = [header, "-" * len(header)]
     for config, s in results:
-        lines.append(f"{config.scenario:<22}{config.strategy:<10}{s.steps:>6}{s.checks:>8}"
+        lines.append(f"{config.scenario:<22}{config.strategy:<{width}}{s.steps:>6}{s.checks:>8}"
                      f"{s.violations:>12}{str(s.batch_min):>11}{str(s.batch_max):>11}")
     return "\n".join(lines)
 

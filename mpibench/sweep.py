@@ -222,13 +222,10 @@ def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: i
                   extra: tuple[str, ...] = ()) -> int:
     """The ``sweep`` command body; the exit status (0 only when every case was ok)."""
     from .config import UsageError
-    from .sync import STRATEGIES
+    from .sync import registry
 
     worker_counts = parse_list(workers, "--workers", int)
-    names = parse_list(strategies, "--strategies")
-    unknown = [s for s in names if s not in STRATEGIES]
-    if unknown:
-        raise UsageError(f"unknown strategy {unknown[0]!r} (choose from {', '.join(STRATEGIES)})")
+    names = registry.validate(parse_list(strategies, "--strategies"))
     if seeds < 1 or steps < 1 or jobs < 1 or min(worker_counts) < 1:
         raise UsageError("--seeds, --steps, --jobs and --workers must be positive")
     argv = launcher_argv(mpiexec)

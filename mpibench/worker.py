@@ -345,7 +345,8 @@ class Trainer:
             "epoch_ends": ranks_text(epoch_ends),
             "loss_mean": loss_mean, "loss_var": loss_var,
             "step_time_s": step_s, "sync_time_s": sync_s,
-            "check_time_s": time.perf_counter() - record_start})
+            "check_time_s": time.perf_counter() - record_start,
+            "algorithm": getattr(reduction, "algorithm", "")})
         transfers_log = getattr(self.records, "transfers", None)
         if outcome.transfers is not None and transfers_log is not None:
             transfers_log.write({"scenario": c.scenario, "strategy": c.strategy, "step": outcome.step,

@@ -27,6 +27,11 @@ ASSUMPTIONS = (
     "ring: reduce-scatter then allgather over p segments per bucket",
     "PS: the k servers are among the workers and a rank's own piece never travels",
     "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above",
+    "rd: log2 q whole-buffer rounds, rabenseifner: 2 log2 q rounds moving 2(q-1)/q of the buffer, both "
+    "folding a non-power-of-two p onto q = 2^floor(log2 p) with one whole-buffer message in and one out",
+    "hier: binomial reduce and broadcast inside a node (all ranks on one node unless ranks_per_node is "
+    "given), the leaders' all-reduce across nodes",
+    "auto: the cheaper of rd and rabenseifner per bucket",
     "a step = the same step's local work on one rank (the worker loop on MPI.COMM_SELF at the same "
     "local batch, so p = 1 re-measures it) + gradient sync + loss-statistics allgather",
     "on one rank a collective costs its software call overhead (calibrated on MPI.COMM_SELF)",
@@ -88,7 +93,13 @@ def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict
         return ps_s(cal, p, nbytes, shards)
     if strategy in ("native", "blocking", "c_floor"):  # MPI's own allreduce, however it is called
         return native_s(cal, p, nbytes)
-    raise ValueError(f"no cost model for strategy {strategy!r}")
+    # Every other strategy (rd, rabenseifner, hier, auto, plugins) keeps its cost beside its code.
+    from mpibench.sync.registry import cost_function
+
+    cost = cost_function(strategy)
+    if cost is None:
+        raise ValueError(f"no cost model for strategy {strategy!r}")
+    return cost(cal, p, nbytes, options)
 
 
 def latency_share(cal: Calibration, strategy: str, p: int, nbytes: float, options=None) -> float:

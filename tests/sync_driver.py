@@ -1,4 +1,4 @@
-"""MPI-side test driver: many ring/PS cases in one mpirun launch.
+"""MPI-side test driver: many cases of every hand-written strategy in one mpirun launch.
 
 Run as ``mpirun -n W python tests/sync_driver.py``. For every ``p`` from 1 to
 W the first ``p`` ranks form a communicator, and every case (strategy, vector
@@ -21,6 +21,13 @@ from mpibench.kernels import NumpyBackend
 from mpibench.sync import make_strategy
 
 EPS32 = float(np.finfo(np.float32).eps)
+# A calibration under which bandwidth always dominates (auto then chooses halving/doubling).
+TINY_ALPHA = {"alpha_s": 1e-12, "beta_s_per_byte": 1e-9, "gamma_cache_s_per_byte": 1e-9,
+              "gamma_memory_s_per_byte": 1e-9}
+# At p = 2 this puts auto's switch at 3800 bytes: 4 KiB buckets by halving/doubling, a shorter
+# tail by recursive doubling (two algorithms on one buffer).
+MIXED = {"alpha_s": 1.9e-6, "beta_s_per_byte": 0.0, "gamma_cache_s_per_byte": 1e-9,
+         "gamma_memory_s_per_byte": 1e-9}
 
 
 def lengths_for(p: int) -> list[int]:
@@ -74,6 +81,8 @@ def reduce_cases(comm: Comm, backend, p: int) -> int:
                 buf[:] = local
                 reduction = strategy.reduce(buf)
             check_same(comm, buf, want, scale, f"p={p} {name} {options} length={length}")
+            if options.get("calibration") is MIXED and p == 2 and length == 50_003:
+                assert reduction.algorithm == "auto:rabenseifner+rd", reduction.algorithm
             assert reduction.total_length == length
             assert sorted(o for o, n in reduction.pieces if n) == sorted(
                 {o for o, n in reduction.pieces if n}), "pieces repeat"
@@ -87,6 +96,15 @@ def variants(length: int, p: int):
         yield "ring", {"bucket_bytes": cap}
     for shards in sorted({0, 1, 3, p + 2}):
         yield "ps", {"ps_shards": shards}
+    for cap in bucket_caps(length)[:3]:
+        yield "rd", {"bucket_bytes": cap}
+        yield "rabenseifner", {"bucket_bytes": cap}
+    for per_node in sorted({0, 1, 2, 3, p}):
+        yield "hier", {"bucket_bytes": 4096, "ranks_per_node": per_node}
+    yield "hier", {"bucket_bytes": 1 << 20, "ranks_per_node": 2}  # leaders by halving/doubling
+    yield "auto", {"bucket_bytes": 4096}
+    yield "auto", {"bucket_bytes": 1 << 20, "calibration": TINY_ALPHA}  # picks rabenseifner
+    yield "auto", {"bucket_bytes": 4096, "calibration": MIXED}
 
 
 def step_cases(comm: Comm, backend, p: int) -> int:
@@ -99,7 +117,9 @@ def step_cases(comm: Comm, backend, p: int) -> int:
         start = seeds.generator(7, seeds.BENCH, 97).standard_normal(n_params).astype(np.float32)
         results = {}
         for name, options in [("native", {}), ("ring", {"bucket_bytes": 8}), ("ps", {"ps_shards": 0}),
-                              ("ps", {"ps_shards": p + 3})]:
+                              ("ps", {"ps_shards": p + 3}), ("rd", {"bucket_bytes": 8}),
+                              ("rabenseifner", {"bucket_bytes": 64}), ("hier", {"ranks_per_node": 3}),
+                              ("auto", {})]:
             strategy = make_strategy(name, comm, backend, n_params, options)
             params = start.copy()
             strategy.synchronize(params, grad, count, 0.1)

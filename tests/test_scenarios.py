@@ -35,14 +35,16 @@ def launcher() -> list[str]:
     return command if "state_base_recoverable" in command else command + RECOVERABLE
 
 
-def main_job(tmp_path, n, scenarios, *args, timeout=240):
+def main_job(tmp_path, n, scenarios, *args, timeout=240, strategies=("ring", "ps")):
     os.environ["MPIBENCH_NO_BENCH"] = "1"
     os.environ["MPIBENCH_SCENARIOS"] = ",".join(scenarios)
+    os.environ["MPIBENCH_STRATEGIES"] = ",".join(strategies)
     try:
         job = run_mpi(n, ["--steps", "5", *args], tmp_path, timeout=timeout,
-                      mpirun=launcher() + ["-x", "MPIBENCH_NO_BENCH", "-x", "MPIBENCH_SCENARIOS"])
+                      mpirun=launcher() + ["-x", "MPIBENCH_NO_BENCH", "-x", "MPIBENCH_SCENARIOS",
+                                           "-x", "MPIBENCH_STRATEGIES"])
     finally:
-        del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"]
+        del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"], os.environ["MPIBENCH_STRATEGIES"]
     return job
 
 

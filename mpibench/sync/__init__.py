@@ -1,27 +1,20 @@
 """Sync strategies, one module each, all behind :class:`SyncStrategy`.
 
-A new strategy is one file defining a subclass and one line in ``STRATEGIES``.
+A new strategy is one file defining a subclass and one line in
+:data:`registry.BUILTIN`; third-party strategies plug in through the
+``mpibench.strategies`` entry-point group or ``package.module:Class`` (see
+:mod:`.registry`).
 """
 from __future__ import annotations
 
 from .base import Reduction, SyncStrategy
-from .native import NativeAllreduce
-from .ps import ParameterServer
-from .ring import RingAllreduce
-
-STRATEGIES: dict[str, type[SyncStrategy]] = {
-    NativeAllreduce.name: NativeAllreduce,
-    RingAllreduce.name: RingAllreduce,
-    ParameterServer.name: ParameterServer,
-}
+from .registry import BUILTIN as STRATEGIES
+from .registry import make as _make
 
 
 def make_strategy(name: str, comm, backend, n_params: int, options: dict | None = None) -> SyncStrategy:
-    try:
-        cls = STRATEGIES[name]
-    except KeyError:
-        raise ValueError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})") from None
-    return cls(comm, backend, n_params, options)
+    """The strategy called ``name`` (built-in, plugin or ``module:Class``) on ``comm``."""
+    return _make(name, comm, backend, n_params, options)
 
 
 __all__ = ["Reduction", "SyncStrategy", "STRATEGIES", "make_strategy"]

@@ -24,6 +24,7 @@ class Reduction:
     contributing: tuple[int, ...]  # worker ids
     pieces: list[tuple[int, int]] = field(default_factory=list)  # (global offset, length)
     total_length: int = 0
+    algorithm: str = ""  # which algorithm reduced it, where a strategy chooses (auto, hier)
 
 
 class SyncStrategy(ABC):

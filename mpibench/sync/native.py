@@ -6,6 +6,8 @@ from .base import Reduction, SyncStrategy
 
 class NativeAllreduce(SyncStrategy):
     name = "native"
+    summary = "MPI's own non-blocking Allreduce of the whole buffer (the baseline)"
+    option_names = ()
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

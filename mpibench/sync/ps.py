@@ -68,6 +68,8 @@ class _Exchange:
 
 class ParameterServer(SyncStrategy):
     name = "ps"
+    summary = "parameter server: shards served by the workers themselves, push / sum / pull"
+    option_names = ("ps_shards",)
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

@@ -81,6 +81,8 @@ class _Rounds:
 
 class RingAllreduce(SyncStrategy):
     name = "ring"
+    summary = "ring: reduce-scatter then all-gather around the ranks, bucket by bucket"
+    option_names = ("bucket_bytes",)
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

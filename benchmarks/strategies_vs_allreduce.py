@@ -1,0 +1,143 @@
+"""Every all-reduce strategy against the plain blocking ``MPI_Allreduce``, side by side in one job.
+
+    mpirun -n 2 python benchmarks/strategies_vs_allreduce.py [--sizes 4K,...,64M] [--rounds 7]
+
+The baseline is what a user would call: ``comm.Allreduce(send, recv, SUM)``
+on float32 buffers (mpi4py's buffer call, blocking). Each strategy reduces
+its own step buffer through the suite's deadline-bounded communicator. For
+every size the contenders are timed in rounds; within a round each runs
+``--calls`` reductions right after one another (order rotated from round to
+round), so all see the same machine load; a round gives each the median over
+its calls of the slowest rank's time. Printed per size: the median
+time of each, the median over rounds of each one's time / the baseline's, and
+for ``auto`` the median of auto / the best fixed strategy of that size (the
+one with the lowest median), plus which algorithm auto picked. The alpha,
+beta and gamma that ``auto`` chooses with are measured once at the start
+(ping-pong and a timed add) and also give the modelled time per strategy,
+printed as modelled / measured.
+
+The goals this checks at p = 2: auto within 1.5x of the baseline at every
+size and never more than 10 % slower than the best fixed strategy; rd at
+most 2x the baseline at 4 KiB. Ratios are measured under whatever load the
+machine has; with more ranks than cores (p = 4 on 2 cores) they mostly
+measure the scheduler.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+from mpi4py import MPI  # noqa: E402
+
+from mpibench.bench import human_bytes, parse_list  # noqa: E402
+from mpibench.cli import size_option  # noqa: E402
+from mpibench.comm import Comm  # noqa: E402
+from mpibench.kernels import NumpyBackend  # noqa: E402
+from mpibench.results import costmodel  # noqa: E402
+from mpibench.sync import make_strategy  # noqa: E402
+from mpibench.sync.auto import measure_costs  # noqa: E402
+
+FIXED = ("rd", "rabenseifner", "ring", "hier")
+BASELINE = "Allreduce"
+
+
+class Baseline:
+    """The blocking MPI_Allreduce a user would call, on its own send and receive buffers."""
+
+    def __init__(self, mpi_comm, length: int):
+        self.mpi, self.buffer, self.out = mpi_comm, np.zeros(length, np.float32), np.empty(length, np.float32)
+
+    def reduce(self, buf):
+        self.mpi.Allreduce(buf, self.out, op=MPI.SUM)
+
+
+def timed(comm: Comm, reducer, values: np.ndarray, calls: int) -> float:
+    """Median over calls of the slowest rank's time for one reduction (IMB's t_max takes the
+    mean; on a shared machine a few descheduled calls would dominate it)."""
+    times = np.empty(calls)
+    buf = reducer.buffer
+    for i in range(calls):
+        buf[:] = values
+        comm.mpi.Barrier()
+        start = MPI.Wtime()
+        reducer.reduce(buf)
+        times[i] = MPI.Wtime() - start
+    table = np.empty((comm.size, calls))
+    comm.mpi.Allgather(times, table)
+    return float(np.median(table.max(axis=0)))
+
+
+def check(comm: Comm, reducer, values: np.ndarray, want: np.ndarray, name: str) -> int:
+    reducer.buffer[:] = values
+    reducer.reduce(reducer.buffer)
+    got = reducer.out if isinstance(reducer, Baseline) else reducer.buffer
+    wrong = int((np.abs(got - want) > 1e-3 * (np.abs(want) + 1)).sum())
+    return comm.mpi.allreduce(wrong)
+
+
+def bench_size(comm: Comm, n_bytes: int, rounds: int, calls: int, options: dict) -> dict:
+    backend, length = NumpyBackend(), n_bytes // 4
+    rng = np.random.default_rng([n_bytes, comm.rank])
+    values = rng.standard_normal(length).astype(np.float32)
+    want = np.empty_like(values)
+    comm.mpi.Allreduce(values, want, op=MPI.SUM)
+    reducers = {BASELINE: Baseline(comm.mpi, length)}
+    reducers.update({name: make_strategy(name, comm, backend, length - 1, options) for name in FIXED + ("auto",)})
+    names = list(reducers)
+    errors = sum(check(comm, r, values, want, n) for n, r in reducers.items())  # also warms up
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(timed(comm, reducers[name], values, calls))
+    t = {name: np.array(v) for name, v in times.items()}
+    best = min(FIXED, key=lambda name: np.median(t[name]))
+    auto = reducers["auto"]
+    row = {"bytes": n_bytes, "errors": errors, "best": best, "auto_pick": auto.plan_for(auto.buffer).label,
+           **{f"{k}_s": float(np.median(v)) for k, v in t.items()},
+           **{f"{k}_ratio": float(np.median(v / t[BASELINE])) for k, v in t.items() if k != BASELINE},
+           "auto_over_best": float(np.median(t["auto"] / t[best]))}
+    for reducer in reducers.values():
+        if hasattr(reducer, "close"):
+            reducer.close()
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M,64M")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=0, help="timed calls per round (0: by size)")
+    parser.add_argument("--bucket-bytes", default="25M")
+    args = parser.parse_args()
+    comm = Comm(MPI.COMM_WORLD.Dup(), deadline_s=300)
+    costs = measure_costs(comm, NumpyBackend())
+    options = {"bucket_bytes": size_option(args.bucket_bytes), "calibration": costs.__dict__}
+    cores = os.cpu_count() or 1
+    if comm.rank == 0:
+        note = f"  OVERSUBSCRIBED: {comm.size} ranks on {cores} cores" if comm.size > cores else ""
+        print(f"p={comm.size}  bucket {args.bucket_bytes}  rounds {args.rounds}  baseline: blocking "
+              f"MPI_Allreduce{note}\ncalibration: alpha {costs.alpha_s * 1e6:.2f} us, beta "
+              f"{costs.beta_s_per_byte * 1e9:.3f} ns/B, gamma {costs.gamma_cache_s_per_byte * 1e9:.3f} ns/B")
+        print(f"{'size':>9} {'Allreduce ms':>12} " + " ".join(f"{n + '/base':>13}" for n in FIXED + ('auto',))
+              + f" {'auto/best':>10} {'best':>13} {'auto picked':>18} {'errors':>6}   model/measured: "
+              + " ".join(FIXED + ("auto",)))
+    for n_bytes in (size_option(s) for s in parse_list(args.sizes)):
+        calls = args.calls or max(3, min(200, (16 << 20) // n_bytes))
+        row = bench_size(comm, n_bytes, args.rounds, calls, options)
+        if comm.rank == 0:
+            modelled = [costmodel.sync_s(costs, n, comm.size, n_bytes, options) / row[f"{n}_s"]
+                        for n in FIXED + ("auto",)]
+            print(f"{human_bytes(n_bytes):>9} {row[BASELINE + '_s'] * 1e3:12.3f} "
+                  + " ".join(f"{row[n + '_ratio']:13.2f}" for n in FIXED + ("auto",))
+                  + f" {row['auto_over_best']:10.2f} {row['best']:>13} {row['auto_pick']:>18} {row['errors']:6d}   "
+                  + " ".join(f"{m:.2f}" for m in modelled), flush=True)
+    comm.mpi.Free()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

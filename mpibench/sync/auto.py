@@ -1,0 +1,171 @@
+"""``auto``: per bucket size and p, the algorithm the run's own calibration says is fastest.
+
+MPICH and Open MPI's tuned component switch all-reduce algorithms by message
+size and communicator size: recursive doubling while latency dominates,
+Rabenseifner's halving/doubling once bandwidth does. ``auto`` makes the same
+switch from the alpha-beta-gamma costs of the candidates (their ``cost_s``),
+evaluated with this run's figures rather than a fixed table:
+
+* ``options["calibration"]``: a :class:`mpibench.results.calibration.Calibration`
+  or its ``as_dict()`` (the main job and the benchmarks pass theirs), or
+* otherwise a quick measurement on the first reduction: ping-pongs of 8 bytes
+  and 256 KiB between ranks 0 and 1 through the communicator and a timed
+  local add (the fastest of each), taken on rank 0 and broadcast, so every
+  rank decides alike.
+
+A buffer has at most two bucket sizes (full buckets and the tail), so at
+most two candidates run, each on its own contiguous view; their pieces are
+reported by global offset. The choice is recorded per reduction in
+``Reduction.algorithm`` (``auto:rd``, ``auto:rabenseifner+rd``), which the
+worker writes to the ``algorithm`` column of ``steps.csv``. Since it follows
+measured costs, that column can differ between runs of the same seed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import Reduction, SyncStrategy
+from .bucketed import busbw_factor  # noqa: F401
+from .rabenseifner import Rabenseifner
+from .rd import RecursiveDoubling
+from .ring import DEFAULT_BUCKET_BYTES
+
+CANDIDATES = (RecursiveDoubling, Rabenseifner)
+_PROBE_TAG = 61
+
+
+@dataclass(frozen=True)
+class LinkCosts:
+    """The alpha-beta-gamma figures the choice is made with (duck-types ``Calibration``)."""
+
+    alpha_s: float
+    beta_s_per_byte: float
+    gamma_cache_s_per_byte: float
+    gamma_memory_s_per_byte: float
+    call_overhead_s: float = 0.0
+    source: str = "measured"
+
+    def gamma_s_per_byte(self, nbytes: float) -> float:
+        return self.gamma_cache_s_per_byte if nbytes <= 1 << 20 else self.gamma_memory_s_per_byte
+
+    @classmethod
+    def from_option(cls, value) -> "LinkCosts":
+        data = value if isinstance(value, dict) else value.as_dict()
+        return cls(float(data["alpha_s"]), float(data["beta_s_per_byte"]),
+                   float(data["gamma_cache_s_per_byte"]), float(data["gamma_memory_s_per_byte"]),
+                   float(data.get("call_overhead_s") or 0.0), "calibration")
+
+
+def choose(costs, p: int, bucket_bytes: float) -> type[SyncStrategy]:
+    """The candidate with the lowest modelled time for one bucket (first wins a tie)."""
+    return min(CANDIDATES, key=lambda cls: cls.cost_s(costs, p, bucket_bytes, {}))
+
+
+def measure_costs(comm, backend) -> LinkCosts:
+    """Alpha and beta from ping-pongs between ranks 0 and 1, gamma from a local add; rank 0's figures."""
+    figures = np.zeros(3, dtype=np.float64)
+    if comm.size > 1 and comm.rank < 2:
+        small, large = np.zeros(2, np.float32), np.zeros(64 << 10, np.float32)
+        half_trips = [_half_round_trip(comm, buf, 1 - comm.rank, trips) for buf, trips in ((small, 30), (large, 6))]
+        alpha = half_trips[0]
+        beta = max(half_trips[1] - alpha, 0.0) / large.nbytes
+        a, b = backend.zeros(len(large)), backend.zeros(len(large))
+        adds = []
+        for _ in range(5):
+            start = time.perf_counter()
+            backend.accumulate(a, b)
+            backend.synchronize()
+            adds.append(time.perf_counter() - start)
+        figures[:] = alpha, beta, min(adds[1:]) / large.nbytes
+    comm.bcast(figures, 0)
+    alpha, beta, gamma = (float(x) for x in figures)
+    return LinkCosts(alpha, beta, gamma, gamma)
+
+
+def _half_round_trip(comm, buf, peer: int, trips: int) -> float:
+    """Fastest half round trip of ``buf`` with ``peer`` (rank 0 sends first).
+
+    The fastest, not the median: the model wants a message's own cost, and on a
+    shared machine most trips also wait for the scheduler.
+    """
+    times = []
+    for _ in range(trips + 1):
+        start = time.perf_counter()
+        if comm.rank == 0:
+            comm.send(buf, peer, _PROBE_TAG)
+            comm.recv(buf, peer, _PROBE_TAG)
+        else:
+            comm.recv(buf, peer, _PROBE_TAG)
+            comm.send(buf, peer, _PROBE_TAG)
+        times.append((time.perf_counter() - start) / 2)
+    return float(min(times[1:]))  # the first trip pays for connection set-up
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One buffer's runs ``(start, view, candidate)``, its label and, for one run, its Reduction."""
+
+    buf: object
+    runs: list
+    label: str
+    whole: Reduction | None
+
+
+class Auto(SyncStrategy):
+    name = "auto"
+    summary = "per bucket size and p, rd or rabenseifner, whichever the run's calibrated cost model says"
+    option_names = ("bucket_bytes", "calibration")
+
+    def __init__(self, comm, backend, n_params, options=None):
+        super().__init__(comm, backend, n_params, options)
+        bucket_bytes = int(self.options.get("bucket_bytes") or DEFAULT_BUCKET_BYTES)
+        self.bucket_elems = max(1, bucket_bytes // self.buffer.dtype.itemsize)
+        given = self.options.get("calibration")
+        self.costs: LinkCosts | None = LinkCosts.from_option(given) if given else None
+        # The candidates reduce views of the caller's buffer: they need no step buffer of their own.
+        self._candidates = {cls: cls(comm, backend, 0, self.options) for cls in CANDIDATES}
+        self._plan: _Plan | None = None
+
+    def plan_for(self, buf) -> "_Plan":
+        """The views of ``buf`` and the candidate chosen for each (cached per buffer)."""
+        if self._plan is None or self._plan.buf is not buf:
+            if self.costs is None:
+                self.costs = measure_costs(self.comm, self.backend)
+            itemsize = buf.dtype.itemsize
+            full = len(buf) // self.bucket_elems * self.bucket_elems
+            parts = [(0, full, self.bucket_elems), (full, len(buf), len(buf) - full)]
+            chosen = [(start, end, choose(self.costs, self.comm.size, width * itemsize))
+                      for start, end, width in parts if end > start]
+            if len({cls for _, _, cls in chosen}) == 1:
+                chosen = [(0, len(buf), chosen[0][2])]  # one algorithm: one call on the whole buffer
+            runs = [(start, buf[start:end], self._candidates[cls]) for start, end, cls in chosen]
+            label = "auto:" + ("+".join(s.name for _, _, s in runs) or "none")
+            whole = None
+            if len(runs) == 1:  # the candidate's pieces are the buffer's: one Reduction serves every call
+                runs = [(0, buf, runs[0][2])]
+                whole = Reduction(self.comm.worker_ids, runs[0][2].compiled_for(buf).pieces, len(buf), label)
+            self._plan = _Plan(buf, runs, label, whole)
+        return self._plan
+
+    def reduce(self, buf) -> Reduction:
+        plan = self.plan_for(buf)
+        if plan.whole is not None:
+            plan.runs[0][2].reduce(buf)
+            return plan.whole
+        pieces = []
+        for start, view, strategy in plan.runs:
+            done = strategy.reduce(view)
+            pieces += [(start + offset, length) for offset, length in done.pieces]
+        return Reduction(self.comm.worker_ids, pieces, len(buf), plan.label)
+
+    def close(self) -> None:
+        for strategy in self._candidates.values():
+            strategy.close()
+
+    @staticmethod
+    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
+        """The cheaper candidate's modelled time (what auto aims to achieve)."""
+        return min(cls.cost_s(cal, p, nbytes, options) for cls in CANDIDATES)

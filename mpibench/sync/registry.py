@@ -1,0 +1,163 @@
+"""The one place strategy names are resolved, listed and validated.
+
+A strategy is found, in this order, as
+
+1. a built-in name (:data:`BUILTIN`);
+2. an installed plugin: an entry point in the group ``mpibench.strategies``
+   whose name is the strategy's name and whose value is ``module:Class``;
+3. ``package.module:Class`` given directly (to try a class without packaging it).
+
+Whatever the source, the class must subclass :class:`~.base.SyncStrategy` and
+implement ``reduce``; anything else is refused with one line naming the
+problem. Every command (``run``, ``bench``, ``sweep``, the main job, the
+self-test) validates through :func:`validate`, so they accept and refuse the
+same names. A class may carry ``summary`` (one line), ``option_names`` (the
+run options it reads, from :data:`OPTIONS`) and ``cost_s(cal, p, nbytes,
+options)`` (its alpha-beta-gamma time; the cost model uses it).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+
+from ..config import UsageError
+from .auto import Auto
+from .base import SyncStrategy
+from .hier import Hierarchical
+from .native import NativeAllreduce
+from .ps import ParameterServer
+from .rabenseifner import Rabenseifner
+from .rd import RecursiveDoubling
+from .ring import RingAllreduce
+
+ENTRY_POINT_GROUP = "mpibench.strategies"
+
+BUILTIN: dict[str, type[SyncStrategy]] = {cls.name: cls for cls in (
+    NativeAllreduce, RingAllreduce, ParameterServer, RecursiveDoubling, Rabenseifner, Hierarchical, Auto)}
+
+# The hand-written strategies every fault scenario and the sweep run by default (native is the
+# baseline the benchmarks divide by).
+CHECKED: tuple[str, ...] = ("ring", "ps", "rd", "rabenseifner", "hier", "auto")
+
+# The options a strategy may read from its ``options`` dict, and what each means.
+OPTIONS: dict[str, str] = {
+    "bucket_bytes": "bucket cap in bytes (--bucket-bytes)",
+    "ps_shards": "parameter-server shards, 0 = one per member (--ps-shards)",
+    "straggler_deadline": "seconds a late worker is waited for (scenario option)",
+    "ranks_per_node": "hier: ranks per node instead of shared-memory detection",
+    "calibration": "auto: alpha/beta/gamma to choose with (else measured on the first reduction)",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One strategy the registry can hand out, and where it came from."""
+
+    name: str
+    cls: type[SyncStrategy]
+    source: str  # "built-in", "plugin <distribution>" or "module <path>"
+
+    @property
+    def summary(self) -> str:
+        text = getattr(self.cls, "summary", "") or (inspect.getdoc(self.cls) or "").split("\n")[0]
+        return text or "(no description)"
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(getattr(self.cls, "option_names", ()))
+
+    @property
+    def has_cost(self) -> bool:
+        # ring, ps and native are modelled in mpibench.results.costmodel itself
+        return callable(getattr(self.cls, "cost_s", None)) or self.source == "built-in"
+
+
+def _checked(cls, where: str) -> type[SyncStrategy]:
+    if not (inspect.isclass(cls) and issubclass(cls, SyncStrategy)):
+        raise UsageError(f"{where} is not a SyncStrategy subclass (see mpibench.sync.base)")
+    if inspect.isabstract(cls):
+        raise UsageError(f"{where} does not implement reduce(buf)")
+    unknown = [o for o in getattr(cls, "option_names", ()) if o not in OPTIONS]
+    if unknown:
+        raise UsageError(f"{where} reads unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTIONS)})")
+    return cls
+
+
+def _load(target: str, where: str):
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's input
+        raise UsageError(f"{where}: cannot import {module_name!r} ({type(exc).__name__}: {exc})") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise UsageError(f"{where}: module {module_name!r} has no {attr!r}") from None
+
+
+def plugins() -> dict[str, Entry]:
+    """Installed plugins (entry points of ``mpibench.strategies``), by name."""
+    from importlib.metadata import entry_points
+
+    found = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(getattr(ep, "dist", None), "name", "?")
+        where = f"plugin {ep.name!r} ({dist})"
+        if ep.name in BUILTIN:
+            raise UsageError(f"{where} takes the name of a built-in strategy")
+        found[ep.name] = Entry(ep.name, _checked(_load(ep.value, where), where), f"plugin {dist}")
+    return found
+
+
+def lookup(name: str) -> Entry:
+    """The strategy called ``name``; UsageError with the choices when there is none."""
+    if name in BUILTIN:
+        return Entry(name, BUILTIN[name], "built-in")
+    if ":" in name:
+        return Entry(name, _checked(_load(name, f"--strategy {name}"), f"--strategy {name}"), f"module {name}")
+    installed = plugins()
+    if name in installed:
+        return installed[name]
+    raise UsageError(f"unknown strategy {name!r} (choose from {', '.join(names())}, "
+                     "or give package.module:Class)")
+
+
+def names() -> list[str]:
+    """Every strategy name on offer: built-ins, then installed plugins."""
+    return list(BUILTIN) + sorted(plugins())
+
+
+def validate(wanted) -> list[str]:
+    """``wanted`` as a list, each name checked; UsageError names the first bad one."""
+    wanted = list(wanted)
+    if not wanted:
+        raise UsageError("no strategy given (choose from " + ", ".join(names()) + ")")
+    for name in wanted:
+        lookup(name)
+    return wanted
+
+
+def make(name: str, comm, backend, n_params: int, options: dict | None = None) -> SyncStrategy:
+    return lookup(name).cls(comm, backend, n_params, options)
+
+
+def cost_function(name: str):
+    """``cost_s(cal, p, nbytes, options)`` of strategy ``name``, or None when it has none."""
+    try:
+        entry = lookup(name)
+    except UsageError:
+        return None
+    return getattr(entry.cls, "cost_s", None)
+
+
+def listing() -> list[str]:
+    """One line per strategy, for ``python -m mpibench strategies``."""
+    entries = [lookup(n) for n in names()]
+    width = max(len(e.name) for e in entries)
+    lines = []
+    for e in entries:
+        options = ", ".join(e.option_names) or "-"
+        cost = "cost model" if e.has_cost else "no cost model"
+        lines.append(f"{e.name:<{width}}  {e.summary}  [{e.source}; options: {options}; {cost}]")
+    return lines

@@ -1,0 +1,30 @@
+"""Every named scenario under rd, rabenseifner, hier and auto, shrink and respawn, through the main job.
+
+The same launches and checks as tests/test_scenarios.py (whose helpers this
+reuses), narrowed to the logarithmic strategies: every invariant must hold
+at every step, kills at every phase included, and the mid-reduction kills
+must have fired after the scheduled number of messages of these strategies.
+"""
+import pytest
+
+from test_scenarios import ALL, KILLS, assert_clean, main_job, rows_of
+
+pytestmark = pytest.mark.mpi
+
+NEW = ("rd", "rabenseifner", "hier", "auto")
+
+
+@pytest.mark.parametrize("recovery", ["shrink", "respawn"])
+def test_every_scenario_under_the_logarithmic_strategies(tmp_path, recovery):
+    job = main_job(tmp_path, 3, ALL, "--recovery", recovery, timeout=900, strategies=NEW)
+    assert_clean(job, {(s, k) for s in ALL for k in NEW})
+    faults, steps = job.csv("faults.csv"), job.csv("steps.csv")
+    for scenario, phase in KILLS.items():
+        for strategy in NEW:
+            kills = rows_of(faults, scenario, strategy)
+            kills = kills[kills.kind == "kill"]
+            assert list(kills.phase) == [phase], (scenario, strategy, kills)
+            if scenario == "kill-mid-reduction":
+                assert "after 2 message(s)" in kills.detail.iloc[0]
+    assert steps[steps.strategy == "hier"].algorithm.str.startswith("hier[1 node").all()
+    assert steps[steps.strategy == "auto"].algorithm.str.startswith("auto:").all()

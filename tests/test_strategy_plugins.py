@@ -1,0 +1,107 @@
+"""Third-party strategies: installed from tests/plugins/ and checked like the built-in ones.
+
+The two example packages are pip-installed (with their entry points) into a
+temporary folder put on ``PYTHONPATH`` for every launched process:
+``gather-bcast`` is honest and must pass ``run``, ``bench``, ``sweep`` and
+``selftest --strategy``; ``unweighted-example`` averages the workers' mean
+gradients and must be caught, naming the invariant and the step.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpirun import mpirun_command, run_cli, run_mpi
+
+PLUGINS = Path(__file__).parent / "plugins"
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """Both example plugins pip-installed into a fresh folder on PYTHONPATH."""
+    work = tmp_path_factory.mktemp("plugins")
+    target = work / "site"
+    sources = []
+    for name in ("example_strategy", "unweighted_strategy"):
+        shutil.copytree(PLUGINS / name, work / name)  # builds write next to the sources
+        sources.append(str(work / name))
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                           *sources], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), before]))
+    yield target
+    if before is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = before
+
+
+def test_strategies_lists_the_installed_plugins(installed):
+    job = run_cli(["strategies"])
+    assert job.returncode == 0, job.text
+    lines = {line.split()[0]: line for line in job.stdout.splitlines()}
+    assert "plugin mpibench-example-strategy" in lines["gather-bcast"]
+    assert "plugin mpibench-unweighted-strategy" in lines["unweighted-example"]
+    assert {"ring", "rd", "rabenseifner", "hier", "auto"} <= set(lines)
+
+
+@pytest.mark.parametrize("name", ["gather-bcast", "mpibench_example_strategy:GatherBroadcast"])
+def test_plugin_runs_a_fault_scenario_holding_every_invariant(installed, tmp_path, name):
+    job = run_mpi(3, ["run", "--strategy", name, "--scenario", "kill-mid-reduction", "--steps", "4"],
+                  out=tmp_path, timeout=120)
+    assert job.returncode == 0, job.text[-3000:]
+    invariants = job.csv("invariants.csv")
+    assert len(invariants) >= 6 * 4 - 6 and (invariants.passed.astype(str).str.lower() == "true").all()
+    assert (job.csv("faults.csv").kind == "kill").any()
+
+
+def test_plugin_in_bench_with_its_own_cost(installed, tmp_path):
+    job = run_mpi(3, ["bench", "--strategies", "gather-bcast,native", "--sizes", "4K,64K",
+                      "--iterations", "3", "--warmup", "1"], out=tmp_path, timeout=120)
+    assert job.returncode == 0, job.text[-3000:]
+    bench = job.csv("bench.csv")
+    mine = bench[bench.strategy == "gather-bcast"]
+    assert len(mine) == 2 and (mine.errors.astype(int) == 0).all()
+
+
+def test_plugin_in_a_sweep(installed, tmp_path):
+    job = run_cli(["sweep", "--strategies", "gather-bcast", "--seeds", "2", "--workers", "3",
+                   "--steps", "5", "--out", str(tmp_path), "--mpiexec", " ".join(mpirun_command())],
+                  timeout=400)
+    assert job.returncode == 0, job.text[-3000:]
+    rows = (tmp_path / "sweep.csv").read_text().splitlines()
+    assert len(rows) == 3 and all("gather-bcast" in r for r in rows[1:])
+
+
+def test_selftest_passes_the_honest_plugin(installed, tmp_path):
+    job = run_cli(["selftest", "--strategy", "gather-bcast", "--out", str(tmp_path),
+                   "--mpiexec", " ".join(mpirun_command())], timeout=400)
+    assert job.returncode == 0, job.text[-3000:]
+    assert job.stdout.count("all invariants held") == 5, job.stdout
+
+
+def test_selftest_catches_the_unweighted_plugin_naming_invariant_and_step(installed, tmp_path):
+    job = run_cli(["selftest", "--strategy", "unweighted-example", "--out", str(tmp_path),
+                   "--mpiexec", " ".join(mpirun_command())], timeout=400)
+    assert job.returncode == 1, job.text[-3000:]
+    assert "BAD unweighted-example/no-faults" in job.stdout, job.stdout
+    assert "caught by equivalence at step" in job.stdout, job.stdout
+
+
+def test_run_names_the_unweighted_plugins_first_violation(installed, tmp_path):
+    job = run_mpi(3, ["run", "--strategy", "unweighted-example", "--steps", "6", "--samples", "100",
+                      "--batch-size", "16"], out=tmp_path, timeout=120)
+    assert job.returncode == 1, job.text[-3000:]
+    invariants = job.csv("invariants.csv")
+    failed = invariants[invariants.passed.astype(str).str.lower() == "false"]
+    assert "equivalence" in set(failed.invariant)
+    first = int(failed.step.astype(int).min())
+    assert f"step {first}" in job.text and "equivalence" in job.text

@@ -1,0 +1,89 @@
+"""The strategy registry: names, module:Class specs, refusals (one line, exit 2), cost lookup."""
+from __future__ import annotations
+
+import pytest
+
+from mpibench.config import UsageError
+from mpibench.sync import registry
+from mpibench.sync.base import SyncStrategy
+from mpirun import run_cli
+
+
+class NotAStrategy:
+    pass
+
+
+class Abstract(SyncStrategy):
+    name = "abstract"
+
+
+class ReadsUnknownOption(SyncStrategy):
+    option_names = ("no_such_option",)
+
+    def reduce(self, buf):
+        raise AssertionError
+
+
+def test_builtins_and_checked_strategies():
+    assert list(registry.BUILTIN) == ["native", "ring", "ps", "rd", "rabenseifner", "hier", "auto"]
+    assert set(registry.CHECKED) <= set(registry.BUILTIN) and "native" not in registry.CHECKED
+    for name in registry.BUILTIN:
+        assert registry.lookup(name).source == "built-in"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nope", "unknown strategy 'nope'"),
+    ("test_sync_registry:NotAStrategy", "is not a SyncStrategy subclass"),
+    ("test_sync_registry:Abstract", "does not implement reduce"),
+    ("test_sync_registry:ReadsUnknownOption", "unknown option(s) no_such_option"),
+    ("test_sync_registry:Missing", "has no 'Missing'"),
+    ("no_such_module_here:X", "cannot import 'no_such_module_here'"),
+])
+def test_bad_names_are_refused_with_the_reason(spec, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        registry.validate([spec])
+
+
+def test_empty_list_is_refused():
+    with pytest.raises(UsageError, match="no strategy given"):
+        registry.validate([])
+
+
+def test_module_spec_resolves_to_the_class():
+    entry = registry.lookup("mpibench.sync.rd:RecursiveDoubling")
+    assert entry.cls is registry.BUILTIN["rd"] and entry.source.startswith("module")
+
+
+def test_cost_functions_come_from_the_strategy_files():
+    from mpibench.results.calibration import Calibration
+    from mpibench.results import costmodel
+
+    cal = Calibration(alpha_s=2e-6, beta_s_per_byte=1e-10, gamma_cache_s_per_byte=2e-10,
+                      gamma_memory_s_per_byte=4e-10, compute_fixed_s=0, compute_per_sample_s=0,
+                      cores=2, ranks_on_host=2, ranks=2)
+    for name in ("rd", "rabenseifner", "hier", "auto"):
+        assert costmodel.sync_s(cal, name, 8, 1 << 20) > 0
+    # rd pays log2(p) whole-buffer rounds, rabenseifner 2(p-1)/p of it: rd wins small, loses large
+    assert costmodel.sync_s(cal, "rd", 8, 1 << 10) < costmodel.sync_s(cal, "rabenseifner", 8, 1 << 10)
+    assert costmodel.sync_s(cal, "rd", 8, 64 << 20) > costmodel.sync_s(cal, "rabenseifner", 8, 64 << 20)
+    assert costmodel.sync_s(cal, "auto", 8, 64 << 20) == costmodel.sync_s(cal, "rabenseifner", 8, 64 << 20)
+    # a non-power of two pays the fold on top of the power of two below it
+    assert costmodel.sync_s(cal, "rd", 5, 1 << 10) > costmodel.sync_s(cal, "rd", 4, 1 << 10)
+    with pytest.raises(ValueError):
+        costmodel.sync_s(cal, "nope", 2, 1)
+
+
+@pytest.mark.parametrize("args", [["run", "--strategy", "nope"], ["bench", "--strategies", "rd,nope"],
+                                  ["sweep", "--strategies", "nope"], ["selftest", "--strategy", "nope"],
+                                  ["run", "--strategy", "os.path:join"]])
+def test_every_command_refuses_a_bad_strategy_in_one_line(args):
+    job = run_cli(args)
+    assert job.returncode == 2, job.text
+    assert job.stderr.count("\n") == 1 and "Traceback" not in job.text
+
+
+def test_strategies_command_lists_every_builtin():
+    job = run_cli(["strategies"])
+    assert job.returncode == 0
+    names = [line.split()[0] for line in job.stdout.splitlines()]
+    assert names[:7] == list(registry.BUILTIN)
