@@ -7,8 +7,9 @@ from mpi4py import MPI
 
 from . import runinfo
 from .config import RunConfig, UsageError
+from .continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun, out_dir
 from .records import RunRecords
-from .runner import free_comm, prepare, recoverable_dup, run_scenario, run_scenario_on
+from .runner import free_comm, prepare, recoverable_dup, resume_scenario, run_scenario_on
 from .worker import Summary, violation_message
 
 MAIN_STRATEGIES = ("ring", "ps")
@@ -69,11 +70,11 @@ def single_run(config: RunConfig, out: str) -> int:
     world = MPI.COMM_WORLD
     prepare(config, world.Get_size())  # bad input fails before anything is written
     backend = _backend(config)
-    records = RunRecords(out if world.Get_rank() == 0 else None)
+    records = _records(world, out)
     _write_run_json(out, config, world, backend)
     start = time.perf_counter()
     summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
-                                    continuation={"kind": "single"})
+                                    continuation=SingleRun(out))
     records.close()
     code = _finish([(config, summary)], world.Get_size(), time.perf_counter() - start, backend, comm)
     code = comm.bcast(code, root=0)
@@ -99,44 +100,48 @@ def main_job(base: RunConfig, out: str) -> int:
     if _benchmarks_wanted():
         _progress(world, "calibrating (ping-pong, reduction, compute) ...")
         calibration = results_job.start(world, base)  # while the job is still quiet
-    records = RunRecords(out if world.Get_rank() == 0 else None)
+    records = _records(world, out)
     _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
                                                 "calibration": calibration.as_dict() if calibration else None})
-    job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
-           "calibration": calibration, "start": time.time()}
+    job = MainJob(tuple(plan), world.Get_size(), out, base, calibration, time.time())
     return _main_loop(job, recoverable_dup(world), 0, records, backend)
 
 
-def _main_loop(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=None) -> int:
+def _records(world: MPI.Comm, out: str) -> RunRecords:
+    """The job's first rank creates the record files; every other rank may append later."""
+    return RunRecords(out) if world.Get_rank() == 0 else RunRecords.joining(out)
+
+
+def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, resumed=None) -> int:
     """Scenarios ``first``.. of the main job, the world size restored before each, then
     the benchmarks. Replacements spawned on the way enter here too."""
     from mpibench.results import job as results_job
 
-    plan, n = job["plan"], job["n"]
+    plan, n = job.plan, job.world_size
     results = [resumed] if resumed else []
     for index in range(first, len(plan)):
-        comm = restore_world(comm, n, {**job, "index": index})
+        comm = restore_world(comm, n, BetweenScenarios(job, index))
         config = plan[index]
         _progress(comm, f"scenario {config.scenario} under {config.strategy} ...")
-        summary, comm = run_scenario_on(config, comm, records, backend, continuation={**job, "index": index})
+        summary, comm = run_scenario_on(config, comm, records, backend, continuation=MainJobAt(job, index))
         results.append((config, summary))
     records.close()
     from mpibench.sync import STRATEGIES
 
-    comm = restore_world(comm, n, {**job, "index": len(plan)})
-    if job["calibration"] is not None:
+    comm = restore_world(comm, n, BetweenScenarios(job, len(plan)))
+    if job.calibration is not None:
         from .bench import main_job_bench
 
-        main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
-        results_job.finish(comm, job["out"], job["base"], job["calibration"], backend, sorted(STRATEGIES),
+        main_job_bench(comm, job.out, job.base, backend, lambda text: _progress(comm, text))
+        results_job.finish(comm, job.out, job.base, job.calibration, backend, sorted(STRATEGIES),
                            lambda text: _progress(comm, text))
-    code = _finish(results, n, time.time() - job["start"], backend, comm)
+    code = _finish(results, n, time.time() - job.start_time, backend, comm)
     code = comm.bcast(code, root=0)  # replacements saw only part of the job
     free_comm(comm)
     return code
 
 
-def restore_world(comm: MPI.Comm, n: int, job: dict) -> MPI.Comm:
+def restore_world(comm: MPI.Comm, n: int, between: BetweenScenarios) -> MPI.Comm:
     """Spawn replacements until ``comm`` has ``n`` ranks again (after shrinking scenarios)."""
     missing = n - comm.Get_size()
     if missing <= 0:
@@ -144,23 +149,32 @@ def restore_world(comm: MPI.Comm, n: int, job: dict) -> MPI.Comm:
     from mpibench.faults.respawn import spawn
 
     _progress(comm, f"respawning {missing} rank(s) to restore the world size {n}")
-    merged, _ = spawn(comm, missing, {"kind": "between", "continuation": job})
+    merged, _ = spawn(comm, missing, between)
     free_comm(comm)
     return merged
 
 
-def continue_main_job(comm: MPI.Comm, job: dict, index: int) -> int:
-    """A replacement spawned between scenarios: run the rest of the main job."""
-    records = RunRecords(None)
-    return _main_loop(job, comm, index, records, _backend(job["base"]))
+def replacement_entry(comm: MPI.Comm, continuation) -> int:
+    """Where a spawned replacement enters the job (handed to the fault layer's
+    ``replacement_main``): inside a scenario, or between two of the main job's."""
+    from mpibench.faults.respawn import Resume
+
+    if isinstance(continuation, Resume):
+        records = RunRecords.joining(out_dir(continuation.after))
+        config, summary, comm = resume_scenario(comm, continuation, records)
+        return continue_after_scenario(comm, continuation.after, config, summary, records)
+    if isinstance(continuation, BetweenScenarios):
+        job = continuation.job
+        return _main_loop(job, comm, continuation.index, RunRecords.joining(job.out), _backend(job.base))
+    raise RuntimeError(f"a replacement cannot continue with {continuation!r}")
 
 
-def continue_after_scenario(comm: MPI.Comm, continuation, config: RunConfig, summary: Summary) -> int:
+def continue_after_scenario(comm: MPI.Comm, after, config: RunConfig, summary: Summary, records) -> int:
     """A replacement that finished the scenario it joined: what its spawners do next."""
-    if continuation and continuation.get("kind") == "main":
-        backend = _backend(continuation["base"])
-        return _main_loop(continuation, comm, continuation["index"] + 1, RunRecords(None), backend,
+    if isinstance(after, MainJobAt):
+        return _main_loop(after.job, comm, after.index + 1, records, _backend(after.job.base),
                           resumed=(config, summary))
+    records.close()
     code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm)
     code = comm.bcast(code, root=0)
     free_comm(comm)

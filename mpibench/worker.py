@@ -73,6 +73,7 @@ class Recovery:
     ``begin`` may change the step group (partitions, dropped stragglers),
     ``role`` says whether this worker contributes, is late (its batch is used
     up but left out) or stalls (nothing consumed, nothing applied),
+    ``share`` hands the step group's result to members outside it,
     ``commit`` turns the attempt into one decision shared by every member
     (``"commit"``, ``"skip"`` when nobody may commit, ``"retry"``), and
     ``handle`` recovers before a retry.
@@ -84,28 +85,25 @@ class Recovery:
     def role(self, trainer: "Trainer") -> str:
         return "contribute"
 
-    def share_root(self, trainer: "Trainer") -> int | None:
-        """Control-plane rank that hands the step's result to non-contributors, or None."""
-        return None
+    def share(self, trainer: "Trainer", role: str, reduction, loss_rows, effective_batch):
+        """The step's (reduction, loss rows, effective batch) on this worker, whatever its role.
+
+        A late worker also takes the committed parameters; a stalled one keeps its own.
+        """
+        return reduction, loss_rows, effective_batch
 
     def commit(self, trainer: "Trainer", step: int, error: CommError | None) -> str:
         if error is not None:
             raise error
         return "commit"
 
-    def expected_contributing(self, trainer: "Trainer", step: int) -> tuple[int, ...]:
-        return trainer.comm.worker_ids
-
-    def checked_members(self, trainer: "Trainer") -> tuple[int, ...]:
-        """Members whose replicas must agree after the commit (stalled ones are not)."""
-        return trainer.comm.worker_ids
-
     def excluded(self, trainer: "Trainer", step: int) -> dict[int, str]:
         return {}
 
-    def stall_problem(self, trainer: "Trainer", step: int, digests: dict[int, str]) -> str | None:
-        """On the checking rank: a stalled worker whose parameters moved, if any."""
-        return None
+    def evidence_gathered(self, trainer: "Trainer") -> bool:
+        """Whether every member meets in this attempt's control-plane evidence gather
+        (not when the step commits without a dropped straggler)."""
+        return True
 
     def handle(self, trainer: "Trainer", step: int, error: CommError | None) -> None:
         raise error if error is not None else RuntimeError(f"step {step} failed")
@@ -247,16 +245,14 @@ class Trainer:
                                   np.square(losses, dtype=np.float64).sum()], dtype=np.float64)
             loss_rows = self.strategy.pool_loss(local_row, reduction.contributing)
             effective_batch = self.strategy.total_count()
-        root = self.recovery.share_root(self)
-        if root is not None:
-            reduction, loss_rows, effective_batch = self._share(root, role, reduction, loss_rows,
-                                                                effective_batch)
+        reduction, loss_rows, effective_batch = self.recovery.share(self, role, reduction, loss_rows,
+                                                                    effective_batch)
         self.cursor = after
         outcome = StepOutcome(step, reduction, indices, cursor, loss_rows, excluded, consumed,
                               effective_batch)
         # Gathered before the commit decision: a fast rank that dies early in the next step
         # cannot break it (nobody leaves the commit agreement before everyone has gathered).
-        outcome.parts = self._collect(outcome)
+        outcome.parts = self._collect(outcome) if self.recovery.evidence_gathered(self) else None
         return outcome, (time.perf_counter() - start, sync_s)
 
     def _collect(self, outcome: StepOutcome):
@@ -268,20 +264,6 @@ class Trainer:
             return self.comm.mpi.gather(mine, root=0)
         except MPI.Exception as exc:
             raise translate(exc, self.comm.worker_ids) from None
-
-    def _share(self, root: int, role: str, reduction, loss_rows, effective_batch):
-        """The step group's result, handed over the control plane to members outside it.
-
-        A late worker takes the committed parameters; a stalled one keeps its own.
-        """
-        mine = (self.params, reduction, loss_rows, effective_batch) if self.comm.rank == root else None
-        try:
-            params, reduction, loss_rows, effective_batch = self.comm.mpi.bcast(mine, root=root)
-        except MPI.Exception as exc:
-            raise translate(exc, [self.comm.worker_ids[root]]) from None
-        if role == "late":
-            np.copyto(self.params, params)
-        return reduction, loss_rows, effective_batch
 
     # ------------------------------------------------------------------ records and checks
     def _record(self, outcome: StepOutcome, times) -> None:
@@ -336,6 +318,8 @@ class Trainer:
         parts = outcome.parts
         if self.comm.rank != 0:
             return None, None
+        if parts is None:
+            return None, StepShape(None, [])
         batches = {w: Batch(w, shard, idx, cur.epoch, cur.position)
                    for w, shard, idx, cur, used, _, _ in parts if used}
         self.known_cursors.update({w: after for w, _, _, _, _, _, after in parts})
@@ -344,13 +328,14 @@ class Trainer:
             min_epoch=min((b.epoch for w, b in batches.items() if w in contributing), default=None),
             epoch_ends=[w for w, b in batches.items()
                         if len(b.indices) and b.position + len(b.indices) == len(self.shards[b.shard])],
-            stall_problem=self.recovery.stall_problem(
-                self, outcome.step, {w: d for w, _, _, _, used, d, _ in parts if not used}))
+            stall_problem=None)
         if not checked:
             return None, shape
         evidence = StepEvidence(
-            step=outcome.step, members=tuple(self.recovery.checked_members(self)), contributing=contributing,
-            expected_contributing=tuple(self.recovery.expected_contributing(self, outcome.step)),
+            step=outcome.step, members=tuple(w for w, _, _, _, used, _, _ in parts if used),
+            contributing=contributing,
+            expected_contributing=tuple(w for w, _, _, _, used, _, _ in parts
+                                        if used and w not in outcome.excluded),
             batches=batches, params_before=self.params_before, params_after=self.params,
             digests={w: d for w, _, _, _, _, d, _ in parts}, pieces=list(outcome.reduction.pieces),
             total_length=outcome.reduction.total_length, effective_batch=effective_batch,
