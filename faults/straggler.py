@@ -117,6 +117,10 @@ class DropProtocol:
             self._result = (reduction, loss_rows, effective_batch)
         return reduction, loss_rows, effective_batch
 
+    def _send(self, request) -> None:
+        self._sends.append(request)
+        ulfm.track(request)
+
     # ------------------------------------------------------------------ stages
     def _decide(self, trainer, step: int) -> str | None:
         members = trainer.comm.worker_ids
@@ -141,7 +145,7 @@ class DropProtocol:
         control, me = trainer.comm.mpi, trainer.comm.worker_id
         for rank, w in enumerate(trainer.comm.worker_ids):
             if w != me:
-                self._sends.append(control.isend((key, me, value), dest=rank, tag=tag))
+                self._send(control.isend((key, me, value), dest=rank, tag=tag))
         got = {me: value}
         deadline = time.monotonic() + wait_s
         status = MPI.Status()
@@ -208,7 +212,7 @@ class DropProtocol:
             message = (step, "commit" if committed else "retry", trainer.params.copy(), *result, self.group)
             for w in self.recovery.state.late:
                 dest = trainer.comm.worker_ids.index(w)
-                self._sends.append(trainer.comm.mpi.isend(message, dest=dest, tag=OUTCOME))
+                self._send(trainer.comm.mpi.isend(message, dest=dest, tag=OUTCOME))
         if committed:
             return "commit"
         self.active = False

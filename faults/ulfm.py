@@ -18,10 +18,9 @@ from mpibench.comm import FAILURE_CLASSES
 MAX_AGREE_TRIES = 64
 
 # Set once this process has revoked a communicator or lived through a failure.
-# On this machine MPI_Finalize then hung now and then (every survivor spinning
-# in ompi_mpi_finalize, about 1 run in 15); see :func:`exit_process`.
 disturbed = False
 _exit_comm = None  # the membership that leaves together
+_pending: list = []  # point-to-point sends that may still be pending at exit
 FINALIZE_GRACE_S = 8.0
 
 
@@ -36,31 +35,52 @@ def leave_with(comm: MPI.Comm) -> None:
     _exit_comm = comm
 
 
-def exit_process(code: int) -> None:
-    """Prepare a disturbed process to leave with ``code``; an undisturbed one needs nothing.
+def track(request) -> None:
+    """A send whose completion nobody waits for (e.g. to a straggler that may never read it)."""
+    if len(_pending) > 64:
+        _pending[:] = [r for r in _pending if not r.Test()]
+    _pending.append(request)
 
-    The members first meet in one last agreement (tolerant of anyone already
-    gone), so nobody finalises while a peer still waits for a message from it.
+
+def exit_process(code: int) -> None:
+    """Prepare this process to leave with ``code``: meet the others, then finalise.
+
+    Every member of the exit communicator takes part in one last agreement
+    (tolerant of anyone already gone), so nobody enters MPI_Finalize while a
+    peer still waits for a message from it. This must be uniform: a process
+    that skipped the agreement (it had seen no failure) went straight into
+    MPI_Finalize while its peers waited for it in the agreement, and the job
+    ended by the alarm below (exit 142) or hung. Sends still pending (to a
+    straggler that never read them) are cancelled first.
+
     MPI_Finalize then runs as usual (a spawned replacement that skips it makes
-    mpirun report an improper exit), under an alarm: if it hangs, SIGALRM ends
-    the process after ``FINALIZE_GRACE_S`` (a non-zero exit instead of a hang;
-    Python threads cannot help there, finalisation runs after the interpreter
-    has shut down).
+    mpirun report an improper exit). After a failure it can still hang inside
+    Open MPI (the runtime's fence at finalize waits on the failed process:
+    open-mpi/ompi#9434, #11404), so a disturbed process finalises under an
+    alarm: SIGALRM ends it after ``FINALIZE_GRACE_S`` (a non-zero exit instead
+    of a hang; Python threads cannot help there, finalisation runs after the
+    interpreter has shut down).
     """
-    if not disturbed:
-        return
     import signal
     import sys
 
     sys.stdout.flush()
     sys.stderr.flush()
+    for request in _pending:
+        try:
+            if not request.Test():
+                request.Cancel()
+        except MPI.Exception:
+            pass
+    _pending.clear()
     if _exit_comm is not None:
         try:
             agree(_exit_comm, True)
         except Exception:  # noqa: BLE001 - leaving anyway
             pass
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.alarm(int(FINALIZE_GRACE_S))
+    if disturbed:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(int(FINALIZE_GRACE_S))
 
 
 def agree(comm: MPI.Comm, flag: bool) -> bool:
@@ -129,9 +149,7 @@ def free(comm: MPI.Comm | None) -> None:
     In a process that has revoked a communicator or lived through a failure the
     communicator is *retired* (kept, never freed): freeing one with requests
     still pending on a dead peer made Open MPI crash (a segfault in
-    ``ompi_comm_revoke_local`` when the failure notice arrived later). Such a
-    process leaves without MPI_Finalize (:func:`exit_process`), so nothing is
-    left to clean up at exit either.
+    ``ompi_comm_revoke_local`` when the failure notice arrived later).
     """
     if comm is None or comm == MPI.COMM_NULL or comm == MPI.COMM_WORLD:
         return

@@ -274,6 +274,8 @@ class Trainer:
         moments = moments_from_totals(*rows.sum(axis=0)) if rows is not None and len(rows) else None
         loss_mean, loss_var = moments if moments is not None else (None, None)
         check_start = time.perf_counter()
+        if self.comm.rank == 0 and self.checker is None:  # worker 0 died: the next first rank checks
+            self.checker = self._checker()
         evidence, shape = self._gather_evidence(outcome, effective_batch, loss_mean, loss_var)
         verdicts = self.checker.check(evidence) if evidence is not None else []
         if self.comm.rank == 0 and shape.stall_problem:
