@@ -33,7 +33,7 @@ from mpi4py import MPI
 from mpibench.comm import translate
 from mpibench.worker import Recovery, digest
 
-from . import straggler, ulfm
+from . import sides, straggler, ulfm
 from .fault_log import FaultLog
 from .schedule import Schedule
 from .wrapper import FaultComm, Injector
@@ -263,52 +263,23 @@ class FaultRecovery(Recovery):
         trainer.comm = self.make_comm(new, ids)
 
     def _plan(self, trainer, step: int, reports) -> None:
-        s = self.state
-        members = trainer.comm.worker_ids
-        late = {w for w, is_late, _ in reports if is_late}
-        reach = {w: set(r) for w, _, r in reports}
-        sides = _components(members, reach)
-        majority = [side for side in sides if 2 * len(side) > len(members)]
-        was_cut = bool(s.stalled) or s.no_majority
-        if majority:
-            s.stalled, s.no_majority = set(members) - majority[0], False
-        else:
-            s.stalled, s.no_majority = set(members), True
-        s.late = late - s.stalled
-        if not (s.late or s.stalled or s.no_majority or self._lost):
-            s.patient = True  # nobody late, cut off or dead: the machine is just slow
-        if (s.stalled or s.no_majority) and not was_cut:
-            self.log.partition(trainer, step, members, sides, majority[0] if majority else None)
+        sides.plan(self, trainer, step, reports)
         self._last_error = None
 
     def _healed(self, trainer) -> bool:
-        members = trainer.comm.worker_ids
-        views = trainer.comm.mpi.allgather(self.injector.reachable_set(members))
-        return all(len(v) == len(members) for v in views)
+        return sides.healed(self, trainer)
 
     def _resync(self, trainer, step: int) -> None:
-        """The cut-off workers take the parameters of the committing side's first member
-        (after a split brain nobody committed: every member holds the same ones)."""
-        s = self.state
-        rejoining = sorted(s.stalled)
-        committing = [w for w in trainer.comm.worker_ids if w not in s.stalled] or list(trainer.comm.worker_ids)
-        root = trainer.comm.worker_ids.index(committing[0])
-        params = trainer.comm.mpi.bcast(trainer.params if trainer.comm.rank == root else None, root=root)
-        if trainer.comm.worker_id in s.stalled:
-            trainer.params[...] = params
-        self.log.resync(trainer, step, rejoining, committing[0], digest(params))
-        s.stalled, s.no_majority = set(), False
+        sides.resync(self, trainer, step)
 
     def _gather_stall_digests(self, trainer) -> bool:
         """Every stalled member's parameter digest, on the writer, for the fault log."""
         try:
-            digests = trainer.comm.mpi.gather(digest(trainer.params), root=0)
+            self._stall_digests = sides.stall_digests(self, trainer)
         except MPI.Exception:
             ulfm.revoke(trainer.comm.mpi)
             self._revoked = True
             return False
-        stalled = set(trainer.comm.worker_ids) if self.state.no_majority else self.state.stalled
-        self._stall_digests = {w: d for w, d in zip(trainer.comm.worker_ids, digests or ()) if w in stalled}
         return True
 
     # ------------------------------------------------------------------ what the records see
@@ -326,15 +297,3 @@ class FaultRecovery(Recovery):
         return (f"step {step} could not commit after {self.state.attempts} attempt(s) on members "
                 f"{' '.join(map(str, trainer.comm.worker_ids))}: {error}"
                 + (f" (peers {' '.join(map(str, error.peers))})" if getattr(error, "peers", None) else ""))
-
-
-def _components(members, reach: dict[int, set[int]]) -> list[set[int]]:
-    """Sides of the membership: groups of workers that reach each other both ways."""
-    left = list(members)
-    sides = []
-    while left:
-        first = left.pop(0)
-        side = {first} | {w for w in left if w in reach.get(first, ()) and first in reach.get(w, ())}
-        left = [w for w in left if w not in side]
-        sides.append(side)
-    return sides

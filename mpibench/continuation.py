@@ -35,28 +35,28 @@ class MainJob:
 
 @dataclass(frozen=True)
 class SingleRun:
-    out: str
+    out: str  # the job's output folder
+    index: int = 0  # the run's one case
 
 
 @dataclass(frozen=True)
 class MainJobAt:
     job: MainJob
-    index: int
+    index: int  # the scenario of the plan being run
+
+    @property
+    def out(self) -> str:
+        return self.job.out
 
 
 @dataclass(frozen=True)
 class BetweenScenarios:
     job: MainJob
-    index: int
+    index: int  # the scenario of the plan that comes next
+
+    @property
+    def out(self) -> str:
+        return self.job.out
 
 
 Continuation = SingleRun | MainJobAt | BetweenScenarios
-
-
-def out_dir(continuation) -> str | None:
-    """The job's output folder (where a replacement that becomes the writer appends)."""
-    if isinstance(continuation, SingleRun):
-        return continuation.out
-    if isinstance(continuation, (MainJobAt, BetweenScenarios)):
-        return continuation.job.out
-    return None

@@ -7,7 +7,7 @@ from mpi4py import MPI
 
 from . import runinfo
 from .config import RunConfig, UsageError
-from .continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun, out_dir
+from .continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
 from .records import RunRecords
 from .runner import free_comm, prepare, recoverable_dup, resume_scenario, run_scenario_on
 from .worker import Summary, violation_message
@@ -160,7 +160,7 @@ def replacement_entry(comm: MPI.Comm, continuation) -> int:
     from mpibench.faults.respawn import Resume
 
     if isinstance(continuation, Resume):
-        records = RunRecords.joining(out_dir(continuation.after))
+        records = RunRecords.joining(continuation.after.out)
         config, summary, comm = resume_scenario(comm, continuation, records)
         return continue_after_scenario(comm, continuation.after, config, summary, records)
     if isinstance(continuation, BetweenScenarios):
