@@ -88,7 +88,7 @@ class FaultRecovery(Recovery):
         deadline = self.deadline_s
         if data and self.straggler_s > 0 and not self.state.patient:
             deadline = self.straggler_s  # a late peer surfaces as PeerLate after this long
-        return FaultComm(mpi_comm, worker_ids, deadline, self.injector)
+        return FaultComm(mpi_comm, worker_ids, deadline, self.injector, on_reduce=self.drop.announce)
 
     def group(self, trainer) -> list[int]:
         s = self.state

@@ -5,9 +5,11 @@ D seconds (:class:`~mpibench.comm.PeerLate`). The step must then commit among
 the workers that are on time, and the control communicator cannot be used
 for that: its agreement needs every member, the straggler included. So:
 
-1. *Arrivals.* Every worker whose data plane timed out announces itself to
-   every member (point to point, control communicator) and collects the
-   others' announcements for up to D seconds: its view ``P`` of who is here.
+1. *Arrivals.* Every worker announces itself to every member (point to
+   point, control communicator) as it starts to reduce. When its data plane
+   times out (or completes) it collects the announcements: every on-time
+   worker started to reduce within D of the first, so all of theirs are in
+   after a short grace. That is its view ``P`` of who is here.
 2. *Views.* It sends ``P`` to every member and collects views. A view ``V``
    is *decided* when every worker in ``V`` sent exactly ``V`` and ``V`` may
    commit: a strict majority of the members, or exactly half with the
@@ -66,13 +68,33 @@ class DropProtocol:
         self._sends: list = []
         self._control = None  # the control communicator of the current step
         self._step = -1
+        self._announced = None  # (step, attempt) this worker last announced
+        self._mail: dict = {ARRIVE: {}, VIEW: {}}  # tag -> (step, attempt) -> {worker: value}
 
     # ------------------------------------------------------------------ lifecycle
     def enter(self, trainer, step: int) -> None:
         if step != self._step:
             self.active, self.outcome, self.group, self._step = False, None, (), step
         self._control = trainer.comm.mpi
+        self._me = trainer.comm.worker_id
         self._sends = [r for r in self._sends if not r.Test()]
+        for box in self._mail.values():  # announcements of steps gone by are never read
+            for key in [k for k in box if k[0] < step]:
+                del box[key]
+
+    def announce(self, step: int) -> None:
+        """Tell every member that this worker reached the reduction of this attempt."""
+        if self._control is None or self.active or not self.wanted(None):
+            return
+        key = (step, self.recovery.state.attempts)
+        if self._announced == key:
+            return
+        self._announced = key
+        ranks = self._control.Get_size()
+        me = self._control.Get_rank()
+        for rank in range(ranks):
+            if rank != me:
+                self._send(self._control.isend((key, self._me, me), dest=rank, tag=ARRIVE))
 
     def wanted(self, error) -> bool:
         s = self.recovery.state
@@ -127,8 +149,9 @@ class DropProtocol:
         attempt = self.recovery.state.attempts
         if self.outcome is not None or self.outcome_waiting():
             return self._dropped(trainer, self.outcome[6])
-        here = self._collect(trainer, ARRIVE, (step, attempt), trainer.comm.worker_id,
-                             self.recovery.straggler_s, set(members))
+        self.announce(step)
+        here = self._gather(trainer, ARRIVE, (step, attempt), trainer.comm.worker_id,
+                            self.recovery.straggler_s / 4, set(members))
         view = tuple(sorted(here))
         views = self._collect(trainer, VIEW, (step, attempt), view, self.recovery.deadline_s, set(view),
                               stop=lambda got: decided_view(got, members) is not None)
@@ -146,17 +169,24 @@ class DropProtocol:
         for rank, w in enumerate(trainer.comm.worker_ids):
             if w != me:
                 self._send(control.isend((key, me, value), dest=rank, tag=tag))
-        got = {me: value}
+        return self._gather(trainer, tag, key, value, wait_s, expected, stop)
+
+    def _gather(self, trainer, tag, key, value, wait_s: float, expected: set, stop=None) -> dict:
+        """The others' messages for ``key`` (stale ones are dropped) until all ``expected``
+        are in, ``stop`` says enough, or ``wait_s`` passes."""
+        control, me = trainer.comm.mpi, trainer.comm.worker_id
+        box = self._mail[tag].setdefault(key, {})
+        box[me] = value
         deadline = time.monotonic() + wait_s
         status = MPI.Status()
-        while not expected <= set(got) and not (stop and stop(got)) and time.monotonic() < deadline:
+        while not expected <= set(box) and not (stop and stop(box)) and time.monotonic() < deadline:
             if not control.Iprobe(source=MPI.ANY_SOURCE, tag=tag, status=status):
                 time.sleep(0.0002)
                 continue
             their_key, sender, their_value = control.recv(source=status.Get_source(), tag=tag)
-            if their_key == key:
-                got[sender] = their_value
-        return got
+            if their_key[0] >= self._step:  # early ones wait in the mailbox, stale ones go
+                self._mail[tag].setdefault(their_key, {})[sender] = their_value
+        return dict(box)
 
     def _regroup(self, trainer, group: tuple[int, ...]) -> None:
         """Continue the step among ``group`` on a communicator only they create."""
@@ -190,6 +220,7 @@ class DropProtocol:
             self.outcome = None
             return None
         ulfm.note_disturbance()  # as its peers did: everyone leaves through the same exit
+        self.recovery.injector.abandoned = False  # handled: the late attempt takes the outcome
         self._late(trainer, group)
         trainer.set_data_comm(None)
         self.active, self._settled, self.group = True, True, tuple(group)
@@ -201,7 +232,7 @@ class DropProtocol:
     def _finish(self, trainer, step: int, error) -> str | None:
         """The redone attempt: the on-time workers agree among themselves; a late one commits."""
         if self.recovery.role(trainer) == "late":
-            return "commit"
+            return "commit" if error is None else None
         ok = error is None
         data = trainer.data_comm.mpi
         if not ok:

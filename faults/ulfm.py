@@ -9,7 +9,6 @@ makes every pending and later operation on the communicator fail with
 """
 from __future__ import annotations
 
-import os
 
 from mpi4py import MPI
 

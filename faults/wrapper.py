@@ -139,12 +139,18 @@ class Injector:
 class FaultComm(Comm):
     """A Comm whose data plane obeys the schedule of this rank's injector."""
 
-    def __init__(self, mpi_comm, worker_ids, deadline_s: float, injector: Injector):
+    def __init__(self, mpi_comm, worker_ids, deadline_s: float, injector: Injector, on_reduce=None):
         super().__init__(mpi_comm, worker_ids, deadline_s)
         self.injector = injector
+        self.on_reduce = on_reduce  # told when this worker is about to reduce (straggler drops)
 
     def mark(self, step: int, phase: str) -> None:
         self.injector.mark(step, phase)
+        if phase == "reduce" and self.on_reduce is not None:
+            self.on_reduce(step)
+        if self.injector.abandoned and phase in ("before_compute", "reduce"):
+            raise PeerLate("the step was committed without this worker (late)",
+                           [w for w in self.worker_ids if w != self.worker_id])
 
     def _guard(self, peers: Sequence[int]) -> None:
         if self.injector.abandoned:

@@ -154,6 +154,7 @@ class Trainer:
         self.checker = self._checker() if comm.rank == 0 else None
         self.summary = Summary()
         self._last_check_step = -1
+        self._last_gradient = None  # (indices, params, grad_sum, count, losses) last computed
 
     def _strategy(self) -> SyncStrategy:
         options = {"bucket_bytes": self.config.bucket_bytes, "ps_shards": self.config.ps_shards,
@@ -223,6 +224,18 @@ class Trainer:
                 return None
             self.recovery.handle(self, step, error)
 
+    def _gradient(self, indices: np.ndarray):
+        """The local gradient sum on ``indices``; a redo of the same batch from the same
+        parameters (a retry after the step group changed) reuses the last one."""
+        last = self._last_gradient
+        if last is not None and np.array_equal(last[0], indices) and np.array_equal(last[1], self.params):
+            np.copyto(self.model.grad_sum, last[2])  # the strategy may have reduced in place
+            return self.model.grad_sum, last[3], last[4]
+        grad_sum, count, losses = self.model.loss_and_grad_sum(
+            self.params, self.dataset.features[indices], self.dataset.labels[indices])
+        self._last_gradient = (indices.copy(), self.params.copy(), grad_sum.copy(), count, losses)
+        return grad_sum, count, losses
+
     def _step(self, step: int, cursor: Cursor):
         start = time.perf_counter()
         role = self.recovery.role(self)
@@ -234,8 +247,7 @@ class Trainer:
             (indices, after), consumed = self.walker.batch(cursor), True
         reduction, loss_rows, effective_batch, sync_s = None, None, 0, 0.0
         if role == "contribute":
-            grad_sum, count, losses = self.model.loss_and_grad_sum(
-                self.params, self.dataset.features[indices], self.dataset.labels[indices])
+            grad_sum, count, losses = self._gradient(indices)
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
             reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
@@ -278,6 +290,8 @@ class Trainer:
             self.checker = self._checker()
         evidence, shape = self._gather_evidence(outcome, effective_batch, loss_mean, loss_var)
         verdicts = self.checker.check(evidence) if evidence is not None else []
+        if self.comm.rank == 0 and outcome.parts is None:  # a step nobody gathered: no chain to check
+            self.checker.last_commit = None
         if self.comm.rank == 0 and shape.stall_problem:
             verdicts = [Verdict("membership", False, shape.stall_problem) if v.invariant == "membership"
                         else v for v in verdicts]
