@@ -3,8 +3,11 @@
 Launches ``mpirun -n N python -m mpibench run --scenario S --recovery R`` again
 and again (each under ``timeout -k``, its own process group, stdin closed) and
 counts the launcher's exit statuses, the runs that hung (killed by the
-timeout), the runs whose exit status differs from the verdict they printed,
-and the wall time. The printed verdict is read from the summary table
+timeout), the processes whose MPI_Finalize had to be ended by the finalize
+watch (``faults.ulfm.finalize_watch`` says so on stderr, exit 142: the
+launcher does not pass a rank's status on under ``state_base_recoverable``),
+the runs whose exit status differs from the verdict they printed, and the
+wall time. The printed verdict is read from the summary table
 (violations column) and from ``stuck:`` lines.
 
     python benchmarks/exit_statuses.py [--runs 50] [--ranks 3]
@@ -37,7 +40,10 @@ def printed_verdict(stdout: str) -> int | None:
     return None
 
 
-def launch(args, python: str) -> tuple[int, float, int | None, str]:
+FINALIZE_HUNG = "MPI_Finalize did not return"
+
+
+def launch(args, python: str) -> tuple[int, float, int | None, int, str]:
     with tempfile.TemporaryDirectory() as out:
         cmd = ["timeout", "-k", "10", str(args.timeout), *mpirun_command(), "-n", str(args.ranks),
                python, "-m", "mpibench", "run", "--strategy", args.strategy, "--scenario",
@@ -46,7 +52,8 @@ def launch(args, python: str) -> tuple[int, float, int | None, str]:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               env=mpi_env(), start_new_session=True)
         wall_s = time.perf_counter() - start
-    return proc.returncode, wall_s, printed_verdict(proc.stdout), proc.stdout[-600:] + proc.stderr[-1500:]
+    return (proc.returncode, wall_s, printed_verdict(proc.stdout), proc.stderr.count(FINALIZE_HUNG),
+            proc.stdout[-600:] + proc.stderr[-1500:])
 
 
 def main() -> None:
@@ -62,21 +69,24 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=2, help="print the output tail of this many odd runs")
     args = parser.parse_args()
     codes: collections.Counter = collections.Counter()
-    walls, mismatched, shown = [], 0, 0
+    walls, mismatched, shown, alarmed_runs, alarms = [], 0, 0, 0, 0
     for i in range(args.runs):
-        code, wall_s, verdict, tail = launch(args, args.python)
+        code, wall_s, verdict, alarmed, tail = launch(args, args.python)
         hung = code in (124, 137)
         codes["hang" if hung else code] += 1
         walls.append(wall_s)
-        odd = hung or verdict is None or code != verdict
-        mismatched += int(odd)
-        print(f"run {i + 1}: exit {code} verdict {verdict} {wall_s:.1f} s{'  <-- odd' if odd else ''}",
-              flush=True)
+        alarms += alarmed
+        alarmed_runs += int(alarmed > 0)
+        odd = hung or verdict is None or code != verdict or alarmed > 0
+        mismatched += int(hung or verdict is None or code != verdict)
+        print(f"run {i + 1}: exit {code} verdict {verdict} finalize-alarms {alarmed} {wall_s:.1f} s"
+              f"{'  <-- odd' if odd else ''}", flush=True)
         if odd and shown < args.show:
             shown += 1
             print("    " + tail.replace("\n", "\n    "), flush=True)
     print(f"{args.runs} runs of {args.scenario} --recovery {args.recovery} at -n {args.ranks}: "
-          f"exit statuses {dict(sorted(codes.items(), key=str))}; exit differs from the printed "
+          f"exit statuses {dict(sorted(codes.items(), key=str))}; runs with a process ended by the "
+          f"finalize alarm (142) {alarmed_runs} ({alarms} processes); exit differs from the printed "
           f"verdict (or none printed) in {mismatched}; wall median {statistics.median(walls):.1f} s, "
           f"max {max(walls):.1f} s")
 

@@ -1,7 +1,7 @@
 """Step time with no straggler, a waited-for straggler and a dropped one, side by side.
 
 For each worker count p one mpirun job runs three trainings of the same model
-in turn: no faults; the last worker computing ``--delay-s`` late at every
+in turn (``--rounds`` times, interleaved): no faults; the last worker computing ``--delay-s`` late at every
 step after the first, waited for; and the same straggler dropped by a
 ``--deadline-s`` straggler deadline. On worker 0 it times every step from
 its start (recovery and re-grouping included) to its commit and prints the
@@ -10,7 +10,7 @@ dropped mode within 1.2x of no straggler while the waited-for one pays the
 whole delay. The model is made large enough (``--hidden``, ``--batch-size``)
 that a step costs real compute, as a training step does.
 
-    python benchmarks/stragglers.py [--ranks 2,3] [--steps 12] [--delay-s 0.5] [--deadline-s 0.05]
+    python benchmarks/stragglers.py [--ranks 2,3] [--steps 12] [--rounds 3] [--delay-s 0.5] [--deadline-s 0.05]
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def parse(argv=None):
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--strategy", default="ring")
+    parser.add_argument("--rounds", type=int, default=3, help="the three modes run in turn this many times")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -77,16 +78,19 @@ def inner(args) -> None:
     from mpi4py import MPI
 
     world = MPI.COMM_WORLD
-    medians = {}
-    for mode in MODES:
-        world.Barrier()
-        medians[mode] = statistics.median(train(args, mode, world))
+    times = {mode: [] for mode in MODES}
+    for _ in range(args.rounds):  # interleaved, so a busy spell on the machine hits every mode
+        for mode in MODES:
+            world.Barrier()
+            times[mode] += train(args, mode, world)
+    medians = {mode: statistics.median(t) for mode, t in times.items()}
     if world.Get_rank() == 0:
         base = medians["none"]
         print(f"p={world.Get_size()} median step: none {base * 1e3:.1f} ms, "
               f"waited {medians['waited'] * 1e3:.1f} ms ({medians['waited'] / base:.2f}x), "
               f"dropped {medians['dropped'] * 1e3:.1f} ms ({medians['dropped'] / base:.2f}x); "
-              f"delay {args.delay_s:g} s, straggler deadline {args.deadline_s:g} s", flush=True)
+              f"delay {args.delay_s:g} s, straggler deadline {args.deadline_s:g} s; "
+              f"{len(times['none'])} steps per mode", flush=True)
     from mpibench.faults.ulfm import exit_process
 
     exit_process(0)

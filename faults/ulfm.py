@@ -9,6 +9,7 @@ makes every pending and later operation on the communicator fail with
 """
 from __future__ import annotations
 
+import os
 
 from mpi4py import MPI
 
@@ -55,12 +56,11 @@ def exit_process(code: int) -> None:
     MPI_Finalize then runs as usual (a spawned replacement that skips it makes
     mpirun report an improper exit). After a failure it can still hang inside
     Open MPI (the runtime's fence at finalize waits on the failed process:
-    open-mpi/ompi#9434, #11404), so a disturbed process finalises under an
-    alarm: SIGALRM ends it after ``FINALIZE_GRACE_S`` (a non-zero exit instead
-    of a hang; Python threads cannot help there, finalisation runs after the
-    interpreter has shut down).
+    open-mpi/ompi#9434, #11404), so a disturbed process finalises under a
+    watch (:func:`finalize_watch`): SIGALRM ends it after ``FINALIZE_GRACE_S``
+    with a line on stderr (a non-zero exit instead of a hang; Python threads
+    cannot help there, finalisation runs after the interpreter has shut down).
     """
-    import signal
     import sys
 
     sys.stdout.flush()
@@ -78,8 +78,28 @@ def exit_process(code: int) -> None:
         except Exception:  # noqa: BLE001 - leaving anyway
             pass
     if disturbed:
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.alarm(int(FINALIZE_GRACE_S))
+        finalize_watch(FINALIZE_GRACE_S)
+
+
+FINALIZE_HUNG = "MPI_Finalize did not return"
+
+
+def finalize_watch(grace_s: float) -> None:
+    """End this process with SIGALRM (exit 142) if it is still alive ``grace_s`` from now,
+    saying so on its stderr first.
+
+    A small shell process watches, since nothing in Python runs once MPI_Finalize
+    has started; it writes through ``/proc/PID/fd/2`` so it holds none of the
+    job's output pipes open (the launcher would wait for them).
+    """
+    import subprocess
+
+    pid = os.getpid()
+    script = (f"sleep {grace_s:g}; kill -0 {pid} 2>/dev/null || exit 0; "
+              f"echo '[pid {pid}] {FINALIZE_HUNG} within {grace_s:g} s after a failure "
+              f"(open-mpi/ompi#11404); ending the process' > /proc/{pid}/fd/2; kill -ALRM {pid}")
+    subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
 
 
 def agree(comm: MPI.Comm, flag: bool) -> bool:
