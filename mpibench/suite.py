@@ -187,10 +187,11 @@ def _progress(world: MPI.Comm, message: str) -> None:
 
 
 def summary_table(results: list[tuple[RunConfig, Summary]]) -> str:
-    header = f"{'scenario':<22}{'strategy':<10}{'steps':>6}{'checks':>8}{'violations':>12}{'batch min':>11}{'batch max':>11}"
+    w = max([22] + [len(config.scenario) + 2 for config, _ in results])
+    header = f"{'scenario':<{w}}{'strategy':<10}{'steps':>6}{'checks':>8}{'violations':>12}{'batch min':>11}{'batch max':>11}"
     lines = [header, "-" * len(header)]
     for config, s in results:
-        lines.append(f"{config.scenario:<22}{config.strategy:<10}{s.steps:>6}{s.checks:>8}"
+        lines.append(f"{config.scenario:<{w}}{config.strategy:<10}{s.steps:>6}{s.checks:>8}"
                      f"{s.violations:>12}{str(s.batch_min):>11}{str(s.batch_max):>11}")
     return "\n".join(lines)
 

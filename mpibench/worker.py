@@ -290,7 +290,7 @@ class Trainer:
             self.checker = self._checker()
         evidence, shape = self._gather_evidence(outcome, effective_batch, loss_mean, loss_var)
         verdicts = self.checker.check(evidence) if evidence is not None else []
-        if self.comm.rank == 0 and outcome.parts is None:  # a step nobody gathered: no chain to check
+        if self.comm.rank == 0 and evidence is None:  # a step not judged here: no chain to check across
             self.checker.last_commit = None
         if self.comm.rank == 0 and shape.stall_problem:
             verdicts = [Verdict("membership", False, shape.stall_problem) if v.invariant == "membership"
@@ -336,6 +336,8 @@ class Trainer:
             return None, None
         if parts is None:
             return None, StepShape(None, [])
+        if not outcome.consumed:  # this rank is cut off: its replica is not the committed one
+            checked = False
         batches = {w: Batch(w, shard, idx, cur.epoch, cur.position)
                    for w, shard, idx, cur, used, _, _ in parts if used}
         self.known_cursors.update({w: after for w, _, _, _, _, _, after in parts})
