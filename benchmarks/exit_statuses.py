@@ -3,9 +3,10 @@
 Launches ``mpirun -n N python -m mpibench run --scenario S --recovery R`` again
 and again (each under ``timeout -k``, its own process group, stdin closed) and
 counts the launcher's exit statuses, the runs that hung (killed by the
-timeout), the processes whose MPI_Finalize had to be ended by the finalize
-watch (``faults.ulfm.finalize_watch`` says so on stderr, exit 142: the
-launcher does not pass a rank's status on under ``state_base_recoverable``),
+timeout), the processes whose MPI_Finalize was ended by a finalize watch
+(a line ``MPI_Finalize did not return`` on stderr; exit 142, which the
+launcher does not pass on under ``state_base_recoverable``: versions that
+finalised under an alarm after a failure can be instrumented to print it),
 the runs whose exit status differs from the verdict they printed, and the
 wall time. The printed verdict is read from the summary table
 (violations column) and from ``stuck:`` lines.

@@ -21,7 +21,6 @@ MAX_AGREE_TRIES = 64
 disturbed = False
 _exit_comm = None  # the membership that leaves together
 _pending: list = []  # point-to-point sends that may still be pending at exit
-FINALIZE_GRACE_S = 8.0
 
 
 def note_disturbance() -> None:
@@ -43,23 +42,23 @@ def track(request) -> None:
 
 
 def exit_process(code: int) -> None:
-    """Prepare this process to leave with ``code``: meet the others, then finalise.
+    """Leave with ``code`` together with the rest of the job.
 
     Every member of the exit communicator takes part in one last agreement
-    (tolerant of anyone already gone), so nobody enters MPI_Finalize while a
-    peer still waits for a message from it. This must be uniform: a process
-    that skipped the agreement (it had seen no failure) went straight into
-    MPI_Finalize while its peers waited for it in the agreement, and the job
-    ended by the alarm below (exit 142) or hung. Sends still pending (to a
-    straggler that never read them) are cancelled first.
+    (tolerant of anyone already gone), so nobody leaves while a peer still
+    waits for a message from it. It must be uniform: a process that skipped
+    it (it had seen no failure itself) went straight into MPI_Finalize while
+    its peers waited for it in the agreement. The agreement also tells
+    everyone whether any member lived through a failure; sends still pending
+    (to a straggler that never read them) are cancelled first.
 
-    MPI_Finalize then runs as usual (a spawned replacement that skips it makes
-    mpirun report an improper exit). After a failure it can still hang inside
-    Open MPI (the runtime's fence at finalize waits on the failed process:
-    open-mpi/ompi#9434, #11404), so a disturbed process finalises under a
-    watch (:func:`finalize_watch`): SIGALRM ends it after ``FINALIZE_GRACE_S``
-    with a line on stderr (a non-zero exit instead of a hang; Python threads
-    cannot help there, finalisation runs after the interpreter has shut down).
+    After a failure, Open MPI's MPI_Finalize can hang: its runtime fence waits
+    for the process that died (open-mpi/ompi#9434 describes the mechanism,
+    #11404 the hang, still open). Such a job therefore leaves without
+    MPI_Finalize once everyone has met in the agreement (nothing is left in
+    flight: every communicator's last operation has completed and the output
+    is flushed); the launcher still receives each process's exit status. A
+    job without failures finalises as usual.
     """
     import sys
 
@@ -72,34 +71,14 @@ def exit_process(code: int) -> None:
         except MPI.Exception:
             pass
     _pending.clear()
+    failed_somewhere = disturbed
     if _exit_comm is not None:
         try:
-            agree(_exit_comm, True)
+            failed_somewhere = not agree(_exit_comm, not disturbed)
         except Exception:  # noqa: BLE001 - leaving anyway
-            pass
-    if disturbed:
-        finalize_watch(FINALIZE_GRACE_S)
-
-
-FINALIZE_HUNG = "MPI_Finalize did not return"
-
-
-def finalize_watch(grace_s: float) -> None:
-    """End this process with SIGALRM (exit 142) if it is still alive ``grace_s`` from now,
-    saying so on its stderr first.
-
-    A small shell process watches, since nothing in Python runs once MPI_Finalize
-    has started; it writes through ``/proc/PID/fd/2`` so it holds none of the
-    job's output pipes open (the launcher would wait for them).
-    """
-    import subprocess
-
-    pid = os.getpid()
-    script = (f"sleep {grace_s:g}; kill -0 {pid} 2>/dev/null || exit 0; "
-              f"echo '[pid {pid}] {FINALIZE_HUNG} within {grace_s:g} s after a failure "
-              f"(open-mpi/ompi#11404); ending the process' > /proc/{pid}/fd/2; kill -ALRM {pid}")
-    subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+            failed_somewhere = True
+    if failed_somewhere:
+        os._exit(code)
 
 
 def agree(comm: MPI.Comm, flag: bool) -> bool:
