@@ -12,7 +12,7 @@ wall time. The printed verdict is read from the summary table
 (violations column) and from ``stuck:`` lines.
 
     python benchmarks/exit_statuses.py [--runs 50] [--ranks 3]
-        [--scenario kill-mid-reduction] [--recovery respawn] [--timeout 90]
+        [--scenario kill-mid-reduction] [--recovery respawn] [--timeout 90] [--run-args '...']
 """
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def launch(args, python: str) -> tuple[int, float, int | None, int, str]:
     with tempfile.TemporaryDirectory() as out:
         cmd = ["timeout", "-k", "10", str(args.timeout), *mpirun_command(), "-n", str(args.ranks),
                python, "-m", "mpibench", "run", "--strategy", args.strategy, "--scenario",
-               args.scenario, "--recovery", args.recovery, "--steps", str(args.steps), "--out", out]
+               args.scenario, "--recovery", args.recovery, "--steps", str(args.steps),
+               *args.run_args.split(), "--out", out]
         start = time.perf_counter()
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               env=mpi_env(), start_new_session=True)
@@ -66,6 +67,7 @@ def main() -> None:
     parser.add_argument("--strategy", default="ring")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--timeout", type=int, default=90)
+    parser.add_argument("--run-args", default="", help="more run options, e.g. '--mutant stale-rejoin'")
     parser.add_argument("--python", default=sys.executable, help="interpreter with mpibench installed")
     parser.add_argument("--show", type=int, default=2, help="print the output tail of this many odd runs")
     args = parser.parse_args()
