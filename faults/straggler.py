@@ -28,8 +28,10 @@ for that: its agreement needs every member, the straggler included. So:
 
 Whenever no view is decided (nobody late, views that differ, a failure
 meanwhile) the workers fall back to the ordinary path: the agreement over
-the control communicator, which waits for everyone. At most one commit per
-step holds either way.
+the control communicator, which waits for everyone. A worker late in
+sending (it announced itself, then sleeps before its first send) is seen as
+present and is therefore waited for, then dropped from the redo the
+ordinary way. At most one commit per step holds either way.
 """
 from __future__ import annotations
 
@@ -67,6 +69,7 @@ class DropProtocol:
         self._settled = False
         self._sends: list = []
         self._control = None  # the control communicator of the current step
+        self._me = -1  # this worker's id
         self._step = -1
         self._announced = None  # (step, attempt) this worker last announced
         self._mail: dict = {ARRIVE: {}, VIEW: {}}  # tag -> (step, attempt) -> {worker: value}

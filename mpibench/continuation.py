@@ -11,6 +11,10 @@ fault layer carries the continuation without reading it; the job layer
 * :class:`BetweenScenarios` -- spawned to restore the world size before
   scenario ``index`` of the main job (not inside any scenario).
 
+Both main-job continuations carry the outcomes of the scenarios already
+run: whichever process ends up first in the membership prints the closing
+table, and it may have joined late.
+
 The fault layer's own continuation (resume a scenario at a step) is
 :class:`mpibench.faults.respawn.Resume`, which holds one of these as ``after``.
 """
@@ -43,6 +47,7 @@ class SingleRun:
 class MainJobAt:
     job: MainJob
     index: int  # the scenario of the plan being run
+    done: tuple = ()  # (config, summary) of the scenarios before it, for the closing table
 
     @property
     def out(self) -> str:
@@ -53,6 +58,7 @@ class MainJobAt:
 class BetweenScenarios:
     job: MainJob
     index: int  # the scenario of the plan that comes next
+    done: tuple = ()  # (config, summary) of the scenarios before it, for the closing table
 
     @property
     def out(self) -> str:

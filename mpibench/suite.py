@@ -112,23 +112,25 @@ def _records(world: MPI.Comm, out: str) -> RunRecords:
     return RunRecords(out) if world.Get_rank() == 0 else RunRecords.joining(out)
 
 
-def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, resumed=None) -> int:
+def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=()) -> int:
     """Scenarios ``first``.. of the main job, the world size restored before each, then
-    the benchmarks. Replacements spawned on the way enter here too."""
+    the benchmarks. Replacements spawned on the way enter here too, with ``done``: the
+    scenarios already run."""
     from mpibench.results import job as results_job
 
     plan, n = job.plan, job.world_size
-    results = [resumed] if resumed else []
+    results = list(done)
     for index in range(first, len(plan)):
-        comm = restore_world(comm, n, BetweenScenarios(job, index))
+        comm = restore_world(comm, n, BetweenScenarios(job, index, tuple(results)))
         config = plan[index]
         _progress(comm, f"scenario {config.scenario} under {config.strategy} ...")
-        summary, comm = run_scenario_on(config, comm, records, backend, continuation=MainJobAt(job, index))
+        summary, comm = run_scenario_on(config, comm, records, backend,
+                                        continuation=MainJobAt(job, index, tuple(results)))
         results.append((config, summary))
     records.close()
     from mpibench.sync import STRATEGIES
 
-    comm = restore_world(comm, n, BetweenScenarios(job, len(plan)))
+    comm = restore_world(comm, n, BetweenScenarios(job, len(plan), tuple(results)))
     if job.calibration is not None:
         from .bench import main_job_bench
 
@@ -165,7 +167,8 @@ def replacement_entry(comm: MPI.Comm, continuation) -> int:
         return continue_after_scenario(comm, continuation.after, config, summary, records)
     if isinstance(continuation, BetweenScenarios):
         job = continuation.job
-        return _main_loop(job, comm, continuation.index, RunRecords.joining(job.out), _backend(job.base))
+        return _main_loop(job, comm, continuation.index, RunRecords.joining(job.out), _backend(job.base),
+                          continuation.done)
     raise RuntimeError(f"a replacement cannot continue with {continuation!r}")
 
 
@@ -173,7 +176,7 @@ def continue_after_scenario(comm: MPI.Comm, after, config: RunConfig, summary: S
     """A replacement that finished the scenario it joined: what its spawners do next."""
     if isinstance(after, MainJobAt):
         return _main_loop(after.job, comm, after.index + 1, records, _backend(after.job.base),
-                          resumed=(config, summary))
+                          after.done + ((config, summary),))
     records.close()
     code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm)
     code = comm.bcast(code, root=0)
