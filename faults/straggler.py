@@ -116,11 +116,14 @@ class DropProtocol:
         if self._control is None or self.recovery.straggler_s <= 0:
             return False
         status = MPI.Status()
-        while self._control.Iprobe(source=MPI.ANY_SOURCE, tag=OUTCOME, status=status):
-            message = self._control.recv(source=status.Get_source(), tag=OUTCOME)
-            if message[0] == self._step:
-                self.outcome = message
-                return True
+        try:
+            while self._control.Iprobe(source=MPI.ANY_SOURCE, tag=OUTCOME, status=status):
+                message = self._control.recv(source=status.Get_source(), tag=OUTCOME)
+                if message[0] == self._step:
+                    self.outcome = message
+                    return True
+        except MPI.Exception:
+            pass  # revoked by a peer that fell back: the step's own calls report it
         return False
 
     # ------------------------------------------------------------------ the loop's hooks
