@@ -74,7 +74,6 @@ class FaultRecovery(Recovery):
         self.drop = straggler.DropProtocol(self)
         injector.wake = self.drop.outcome_waiting
         self._late_self = False
-        self._last_error = None
         self._lost = False  # this recovery removed a dead worker
         self._revoked = False
         self._stall_digests: dict[int, str] = {}
@@ -149,11 +148,13 @@ class FaultRecovery(Recovery):
         if not group or len(group) == trainer.comm.size:
             return reduction, loss_rows, effective_batch
         root = trainer.comm.worker_ids.index(group[0])
-        mine = (reduction, loss_rows, effective_batch) if trainer.comm.rank == root else None
+        mine = (trainer.params, reduction, loss_rows, effective_batch) if trainer.comm.rank == root else None
         try:
-            reduction, loss_rows, effective_batch = trainer.comm.mpi.bcast(mine, root=root)
+            params, reduction, loss_rows, effective_batch = trainer.comm.mpi.bcast(mine, root=root)
         except MPI.Exception as exc:
             raise translate(exc, [group[0]]) from None
+        if role == "late":  # its batch is used up, its update is the committed one
+            trainer.params[...] = params
         return reduction, loss_rows, effective_batch
 
     def commit(self, trainer, step: int, error) -> str:
@@ -167,7 +168,6 @@ class FaultRecovery(Recovery):
             if decision is not None:
                 return self._decided(trainer, step, decision, error)
         self._late_self = self.role(trainer) == "contribute" and self.injector.late()
-        self._last_error = error
         ok = error is None and not self._late_self
         if not ok and trainer.data_comm is not None:
             ulfm.revoke(trainer.data_comm.mpi)  # release peers still blocked in this attempt
@@ -264,7 +264,6 @@ class FaultRecovery(Recovery):
 
     def _plan(self, trainer, step: int, reports) -> None:
         sides.plan(self, trainer, step, reports)
-        self._last_error = None
 
     def _healed(self, trainer) -> bool:
         return sides.healed(self, trainer)
