@@ -235,3 +235,20 @@ def test_main_job_on_eight_ranks(tmp_path):
     assert_clean(job, {(s, k) for s in ALL for k in ("ring", "ps")})
     steps = job.csv("steps.csv")
     assert steps.effective_batch.max() == 8 * 16
+
+
+@pytest.mark.parametrize("strategy", ["ring", "ps"])
+def test_a_late_worker_zero_that_cannot_be_dropped_alone_is_waited_for_then_left_out(tmp_path, strategy):
+    # Two workers, worker 0 late: the on-time half lacks the lowest id, so it may not commit
+    # on its own; the step falls back to the agreement over everyone and then leaves 0 out.
+    schedule = tmp_path / "late0.toml"
+    schedule.write_text('name = "late0"\nworld_size = 2\n\n[[delay]]\nrank = 0\nsteps = [1, 2]\n'
+                        'seconds = 0.6\nwhere = "compute"\n')
+    job = run_mpi(2, ["run", "--strategy", strategy, "--scenario", str(schedule), "--steps", "5",
+                      "--straggler-deadline", "0.15"], tmp_path / "out", timeout=120, mpirun=launcher())
+    assert job.returncode == 0, job.text[-3000:]
+    steps = job.csv("steps.csv").set_index("step")
+    assert list(steps.loc[[1, 2], "excluded"]) == ["0:late", "0:late"]
+    assert (steps.loc[[0, 3, 4], "contributing"].astype(str) == "0 1").all()
+    checks = job.csv("invariants.csv")
+    assert (checks.passed.astype(str) == "True").all()
