@@ -2,9 +2,10 @@
 
 The mix covers every kind: kills at every phase (including a second kill
 during recovery), stragglers that compute or send late, and partitions that
-heal. At least one worker always survives, worker 0 is never killed and sits
-on the largest side of a cut, and no kill or delay falls inside a partition
-window, so every schedule drawn here passes :func:`~.schedule.validate`.
+heal. Kills and partition sides are drawn from every worker, worker 0
+included; at least one worker always survives and no kill or delay falls
+inside a partition window, so every schedule drawn here passes
+:func:`~.schedule.validate`.
 """
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ def random_schedule(seed: int, world_size: int, steps: int) -> Schedule:
     def free(step: int) -> bool:
         return window is None or not window.active(step)
 
-    candidates = [r for r in range(1, n)]
+    candidates = list(range(n))
     rng.shuffle(candidates)
-    max_kills = min(len(candidates), int(rng.integers(0, 3)))
+    max_kills = min(len(candidates) - 1, int(rng.integers(0, 3)))  # someone survives
     killed_at: dict[int, int] = {}
     for rank in candidates[:max_kills]:
         step = int(rng.integers(0, steps))
@@ -54,12 +55,11 @@ def random_schedule(seed: int, world_size: int, steps: int) -> Schedule:
 def _partition(rng, n: int, steps: int) -> Partition:
     start = int(rng.integers(1, steps - 2))
     end = int(rng.integers(start + 1, min(steps, start + 3) + 1))
-    others = list(range(1, n))
-    rng.shuffle(others)
+    everyone = list(range(n))
+    rng.shuffle(everyone)
     if rng.random() < 0.25 and n % 2 == 0:
-        half = n // 2  # no majority anywhere
-        majority = [0] + others[:half - 1]
+        majority = everyone[:n // 2]  # halves: no majority anywhere
     else:
-        majority = [0] + others[:n // 2]  # strict majority with worker 0
+        majority = everyone[:n // 2 + 1]  # a strict majority, worker 0 on it or not
     minority = sorted(set(range(n)) - set(majority))
     return Partition((tuple(sorted(majority)), tuple(minority)), start, end)

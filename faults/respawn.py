@@ -1,31 +1,56 @@
 """Replacement workers: spawn, merge, hand over the state, and the replacement's entry.
 
 Survivors call ``Spawn(sys.executable, ['-m', 'mpibench', '_replacement'])``
-on their shrunk communicator and ``Merge`` the inter-communicator; the new
-processes do the same from ``Get_parent()``. Rank 0 then broadcasts one
-payload over the merged communicator: what the newcomers are (worker ids),
-where the run stands (step, parameters, each dead worker's data cursor) and
-what to do after the current scenario (the continuation). A replacement
-takes the dead worker's id and therefore its shard, and resumes it at the
-cursor the checking rank last recorded for it: the shard is not
-redistributed, its samples simply continue.
+(the job's own entry point) on their shrunk communicator and ``Merge`` the
+inter-communicator; the new processes do the same from ``Get_parent()``.
+Rank 0 then broadcasts one payload over the merged communicator, a frozen
+continuation saying what the newcomers do. Inside a scenario that is a
+:class:`Resume`: which worker ids they take, the step, the parameters, each
+dead worker's data cursor, the recovery state, and ``after``, the job
+layer's own continuation, carried here without being read. A replacement
+takes the dead worker's id and therefore its shard, and resumes it where the
+dead worker stood: the survivors know how many batches each worker used up,
+and the walk through a shard is a pure function of the seed.
+
+This module never imports the job layer: the replacement's process hands
+:func:`replacement_main` the job's entry callable, which receives the merged
+communicator and the continuation.
 """
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
+import numpy as np
 from mpi4py import MPI
 
-from mpibench.data import Cursor
-from mpibench.worker import digest
+from mpibench.data import Cursor, ShardWalker
 
+from . import ulfm
 from .ulfm import settle
 
 ENTRY = ["-m", "mpibench", "_replacement"]
 
 
-def spawn(comm: MPI.Comm, count: int, payload: dict | None) -> tuple[MPI.Comm, dict]:
+@dataclass(frozen=True)
+class Resume:
+    """Join the scenario being recovered at ``step``, then do ``after``."""
+
+    config: object  # RunConfig
+    schedule: object  # Schedule
+    world_size: int
+    step: int
+    ids: tuple[int, ...]  # worker ids of the merged communicator, by rank
+    new_ids: tuple[int, ...]
+    params: np.ndarray
+    cursors: dict  # worker id -> Cursor, every worker's (the new ids' where they resume)
+    pids: dict  # worker id -> pid (survivors; the newcomers add theirs)
+    state: object  # the recovery protocol's state (faults.recovery.RecoveryState)
+    after: object  # the job layer's continuation
+
+
+def spawn(comm: MPI.Comm, count: int, payload) -> tuple[MPI.Comm, object]:
     """``count`` new processes merged after ``comm``'s ranks; ``payload`` from rank 0 to all."""
     inter = comm.Spawn(sys.executable, args=ENTRY, maxprocs=count, root=0)
     merged = inter.Merge(high=False)
@@ -36,7 +61,7 @@ def spawn(comm: MPI.Comm, count: int, payload: dict | None) -> tuple[MPI.Comm, d
     return merged, payload
 
 
-def join() -> tuple[MPI.Comm, dict]:
+def join() -> tuple[MPI.Comm, object]:
     """In a replacement: merge with the survivors and receive the payload."""
     parent = MPI.Comm.Get_parent()
     if parent == MPI.COMM_NULL:
@@ -49,51 +74,49 @@ def join() -> tuple[MPI.Comm, dict]:
     return merged, payload
 
 
+def cursor_after(config, shard_id: int, shard: np.ndarray, batches: int) -> Cursor:
+    """Where a worker stands in its shard after using up ``batches`` batches."""
+    walker, cursor = ShardWalker(config.seed, shard_id, shard, config.batch_size), Cursor()
+    for _ in range(batches):
+        _, cursor = walker.batch(cursor)
+    return cursor
+
+
 def spawn_replacements(recovery, trainer, step: int, gone: list[int]) -> None:
     """During recovery (survivors): replace ``gone`` workers and continue on the merged comm."""
     control = trainer.comm
-    dead = sorted(gone)
+    dead = tuple(sorted(gone))
     payload = None
     if control.rank == 0:
-        payload = {"kind": "resume", "config": recovery.config, "schedule": recovery.schedule,
-                   "world_size": recovery.world_size, "step": step,
-                   "ids": list(control.worker_ids) + dead, "new_ids": dead,
-                   "params": trainer.params, "cursors": {w: trainer.known_cursors.get(w, Cursor()) for w in dead},
-                   "pids": recovery.pids, "state": recovery.state(), "continuation": recovery.continuation}
+        # Every worker's cursor: the replacements' from the batches the dead workers used
+        # up, the others' as this worker tracked them (steps.csv's epoch columns need them).
+        cursors = dict(trainer.known_cursors)
+        cursors.update({w: cursor_after(recovery.config, w, trainer.shards[w], recovery.state.consumed.get(w, 0))
+                        for w in dead})
+        payload = Resume(recovery.config, recovery.schedule, recovery.world_size, step,
+                         tuple(control.worker_ids) + dead, dead, trainer.params, cursors,
+                         dict(recovery.log.pids), recovery.state, recovery.continuation)
     merged, payload = spawn(control.mpi, len(dead), payload)
     pids = merged.allgather(os.getpid())
-    ids = payload["ids"]
-    recovery.pids.update(dict(zip(ids, pids)))
-    recovery.respawned.update(dead)
-    trainer.comm = recovery.make_comm(merged, ids)
-    if trainer.comm.rank == 0:
-        for w in dead:
-            c = payload["cursors"][w]
-            recovery._fault(trainer, step, "recovery", w, "respawn",
-                            f"replacement resumes shard {w} at epoch {c.epoch} "
-                            f"position {c.position}; params digest {digest(trainer.params)[:12]}")
-            print(f"fault: replacement for worker {w} is pid {recovery.pids[w]}", flush=True)
-    ulfm_free(control.mpi)
+    recovery.log.pids.update(dict(zip(payload.ids, pids)))
+    recovery.state.respawned.update(dead)
+    trainer.comm = recovery.make_comm(merged, payload.ids)
+    for w in dead:
+        recovery.log.respawn(trainer, step, w, payload.cursors[w], recovery.params_digest(trainer))
+    ulfm.free(control.mpi)
 
 
-def ulfm_free(comm) -> None:
-    from .ulfm import free
+def replacement_main(entry) -> int:
+    """Entry of a spawned replacement: join, then ``entry(merged_comm, continuation)``.
 
-    free(comm)
-
-
-def replacement_main() -> int:
-    """Entry of a spawned replacement: join, then do what the payload says."""
-    from . import ulfm
-
+    A :class:`Resume` gets the pids of the merged job filled in first (the
+    survivors gather them right after the spawn).
+    """
     ulfm.note_disturbance()  # connected to a job that lost processes
     merged, payload = join()
-    if payload["kind"] == "resume":
+    if isinstance(payload, Resume):
         pids = merged.allgather(os.getpid())
-        from mpibench.runner import resume_scenario
+        from dataclasses import replace
 
-        payload["pids"] = {**payload["pids"], **dict(zip(payload["ids"], pids))}
-        return resume_scenario(merged, payload)
-    from mpibench.suite import continue_main_job
-
-    return continue_main_job(merged, payload["continuation"], payload["continuation"]["index"])
+        payload = replace(payload, pids={**payload.pids, **dict(zip(payload.ids, pids))})
+    return entry(merged, payload)

@@ -27,12 +27,22 @@ SCENARIOS: dict[str, tuple[str, int]] = {
     "partition-heal": ("a minority is cut off at steps 1-2, stalls, then re-syncs and rejoins at step 3", 3),
     "split-brain": ("steps 1-2 split the workers so that no side holds a majority: nothing commits "
                     "until the cut heals at step 3", 2),
+    "kill-coordinator": ("worker 0 (first rank: it writes the records) is SIGKILLed at step 2 after 2 "
+                         "messages of the reduction", 2),
+    "partition-coordinator-minority": ("worker 0 and the last (n-3)//2 workers are cut off at steps 1-2, "
+                                       "stall, then re-sync from the majority and rejoin at step 3", 3),
 }
 
 
 def minority(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     cut = (n - 1) // 2
     return tuple(range(n - cut)), tuple(range(n - cut, n))
+
+
+def coordinator_minority(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Worker 0 on the minority side (with the last (n-3)//2 workers), the rest a majority."""
+    small = (0,) + tuple(range(n - (n - 3) // 2, n)) if n > 3 else (0,)
+    return tuple(w for w in range(n) if w not in small), small
 
 
 def no_majority(n: int) -> tuple[tuple[int, ...], ...]:
@@ -69,6 +79,10 @@ def _events(name: str, n: int):
         return (Partition(minority(n), 1, 3),)
     if name == "split-brain":
         return (Partition(no_majority(n), 1, 3),)
+    if name == "kill-coordinator":
+        return (Kill(0, 2, "mid_reduction", messages=2),)
+    if name == "partition-coordinator-minority":
+        return (Partition(coordinator_minority(n), 1, 3),)
     raise ValueError(f"unknown scenario {name!r}")
 
 

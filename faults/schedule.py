@@ -24,9 +24,6 @@ from dataclasses import dataclass, field
 PHASES = ("before_compute", "mid_reduction", "after_reduce", "after_apply", "recovery")
 DELAY_WHERE = ("compute", "send")
 MAX_DELAY_S = 30.0
-# Worker 0 writes the records and runs the checker: it is never killed and
-# always stays on the committing side of a partition.
-RECORDER = 0
 
 
 @dataclass(frozen=True)
@@ -175,8 +172,6 @@ def _check_event(event, n: int) -> None:
             raise ValueError(f"{what}: unknown phase {event.phase!r} (choose from {', '.join(PHASES)})")
         if not isinstance(event.messages, int) or event.messages < 1:
             raise ValueError(f"{what}: messages must be a whole number >= 1")
-        if event.rank == RECORDER:
-            raise ValueError(f"{what}: rank {RECORDER} records and checks the run and cannot be killed")
     elif isinstance(event, Delay):
         _check_rank(event.rank, n, what)
         if not event.steps:
@@ -238,11 +233,7 @@ def _check_partitions(schedule: Schedule) -> None:
         if a.to_step is None or b.from_step < a.to_step:
             raise ValueError(f"{b.text()}: overlaps {a.text()}")
     for p in parts:
-        # The recorder must sit on a side that can commit, or on no committing side at all.
-        biggest = max(len(s) for s in p.sides)
-        side0 = p.sides[p.side_of(RECORDER)]
-        if len(side0) != biggest:
-            raise ValueError(f"{p.text()}: rank {RECORDER} (the recorder) must be on the largest side")
+        # Any worker may sit on any side: records and re-syncs follow the committing side.
         for k in schedule.kills:
             if p.active(k.step):
                 raise ValueError(f"{k.text()}: kills during {p.text()} are not supported")

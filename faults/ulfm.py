@@ -18,11 +18,9 @@ from mpibench.comm import FAILURE_CLASSES
 MAX_AGREE_TRIES = 64
 
 # Set once this process has revoked a communicator or lived through a failure.
-# On this machine MPI_Finalize then hung now and then (every survivor spinning
-# in ompi_mpi_finalize, about 1 run in 15); see :func:`exit_process`.
 disturbed = False
 _exit_comm = None  # the membership that leaves together
-FINALIZE_GRACE_S = 8.0
+_pending: list = []  # point-to-point sends that may still be pending at exit
 
 
 def note_disturbance() -> None:
@@ -36,31 +34,51 @@ def leave_with(comm: MPI.Comm) -> None:
     _exit_comm = comm
 
 
-def exit_process(code: int) -> None:
-    """Prepare a disturbed process to leave with ``code``; an undisturbed one needs nothing.
+def track(request) -> None:
+    """A send whose completion nobody waits for (e.g. to a straggler that may never read it)."""
+    if len(_pending) > 64:
+        _pending[:] = [r for r in _pending if not r.Test()]
+    _pending.append(request)
 
-    The members first meet in one last agreement (tolerant of anyone already
-    gone), so nobody finalises while a peer still waits for a message from it.
-    MPI_Finalize then runs as usual (a spawned replacement that skips it makes
-    mpirun report an improper exit), under an alarm: if it hangs, SIGALRM ends
-    the process after ``FINALIZE_GRACE_S`` (a non-zero exit instead of a hang;
-    Python threads cannot help there, finalisation runs after the interpreter
-    has shut down).
+
+def exit_process(code: int) -> None:
+    """Leave with ``code`` together with the rest of the job.
+
+    Every member of the exit communicator takes part in one last agreement
+    (tolerant of anyone already gone), so nobody leaves while a peer still
+    waits for a message from it. It must be uniform: a process that skipped
+    it (it had seen no failure itself) went straight into MPI_Finalize while
+    its peers waited for it in the agreement. The agreement also tells
+    everyone whether any member lived through a failure; sends still pending
+    (to a straggler that never read them) are cancelled first.
+
+    After a failure, Open MPI's MPI_Finalize can hang: its runtime fence waits
+    for the process that died (open-mpi/ompi#9434 describes the mechanism,
+    #11404 the hang, still open). Such a job therefore leaves without
+    MPI_Finalize once everyone has met in the agreement (nothing is left in
+    flight: every communicator's last operation has completed and the output
+    is flushed); the launcher still receives each process's exit status. A
+    job without failures finalises as usual.
     """
-    if not disturbed:
-        return
-    import signal
     import sys
 
     sys.stdout.flush()
     sys.stderr.flush()
+    for request in _pending:
+        try:
+            if not request.Test():
+                request.Cancel()
+        except MPI.Exception:
+            pass
+    _pending.clear()
+    failed_somewhere = disturbed
     if _exit_comm is not None:
         try:
-            agree(_exit_comm, True)
+            failed_somewhere = not agree(_exit_comm, not disturbed)
         except Exception:  # noqa: BLE001 - leaving anyway
-            pass
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.alarm(int(FINALIZE_GRACE_S))
+            failed_somewhere = True
+    if failed_somewhere:
+        os._exit(code)
 
 
 def agree(comm: MPI.Comm, flag: bool) -> bool:
@@ -129,9 +147,7 @@ def free(comm: MPI.Comm | None) -> None:
     In a process that has revoked a communicator or lived through a failure the
     communicator is *retired* (kept, never freed): freeing one with requests
     still pending on a dead peer made Open MPI crash (a segfault in
-    ``ompi_comm_revoke_local`` when the failure notice arrived later). Such a
-    process leaves without MPI_Finalize (:func:`exit_process`), so nothing is
-    left to clean up at exit either.
+    ``ompi_comm_revoke_local`` when the failure notice arrived later).
     """
     if comm is None or comm == MPI.COMM_NULL or comm == MPI.COMM_WORLD:
         return

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Sequence
 
-from mpibench.comm import Comm, PeerUnreachable
+from mpibench.comm import Comm, PeerLate, PeerUnreachable
 
 from .schedule import Schedule
 
@@ -47,6 +47,10 @@ class Injector:
         self._delayed_steps: set[int] = set()
         self._send_delay_s = 0.0
         self.heartbeat = time.monotonic()
+        # Asked while a delay sleeps: has the step been committed without this worker?
+        # Then the delay ends at once and the data plane reports the worker late.
+        self.wake = lambda: False
+        self.abandoned = False
 
     # -- where the loop stands
     def enter(self, step: int) -> None:
@@ -54,6 +58,7 @@ class Injector:
         self.heartbeat = time.monotonic()
         if step != self.step:
             self.slept_s = 0.0
+            self.abandoned = False
         self.step = step
 
     def mark(self, step: int, phase: str) -> None:
@@ -92,9 +97,15 @@ class Injector:
         self._delayed_steps.add(step)
         self.slept_s = delay.seconds
         if delay.where == "compute":
-            time.sleep(delay.seconds)
+            self._sleep(delay.seconds)
         else:
             self._send_delay_s = delay.seconds
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.abandoned and time.monotonic() < end:
+            time.sleep(min(0.002, max(0.0, end - time.monotonic())))
+            self.abandoned = self.wake()
 
     def late(self) -> bool:
         """Whether this worker was scheduled late beyond the straggler deadline this step."""
@@ -105,7 +116,7 @@ class Injector:
     def before_send(self) -> None:
         if self._send_delay_s:
             seconds, self._send_delay_s = self._send_delay_s, 0.0
-            time.sleep(seconds)
+            self._sleep(seconds)
 
     def sent(self) -> None:
         if self.phase != "reduce":
@@ -128,14 +139,23 @@ class Injector:
 class FaultComm(Comm):
     """A Comm whose data plane obeys the schedule of this rank's injector."""
 
-    def __init__(self, mpi_comm, worker_ids, deadline_s: float, injector: Injector):
+    def __init__(self, mpi_comm, worker_ids, deadline_s: float, injector: Injector, on_reduce=None):
         super().__init__(mpi_comm, worker_ids, deadline_s)
         self.injector = injector
+        self.on_reduce = on_reduce  # told when this worker is about to reduce (straggler drops)
 
     def mark(self, step: int, phase: str) -> None:
         self.injector.mark(step, phase)
+        if phase == "reduce" and self.on_reduce is not None:
+            self.on_reduce(step)
+        if self.injector.abandoned and phase in ("before_compute", "reduce"):
+            raise PeerLate("the step was committed without this worker (late)",
+                           [w for w in self.worker_ids if w != self.worker_id])
 
     def _guard(self, peers: Sequence[int]) -> None:
+        if self.injector.abandoned:
+            raise PeerLate("the step was committed without this worker (late)",
+                           [w for w in self.worker_ids if w != self.worker_id])
         ids = [self.worker_ids[p] for p in peers]
         cut = [w for w in ids if not self.injector.reachable(w)]
         if cut:

@@ -421,7 +421,9 @@ def replacement():
     """Internal: a replacement worker spawned by the survivors (--recovery respawn)."""
     from mpibench.faults.respawn import replacement_main
 
-    sys.exit(_guarded(replacement_main))
+    from .suite import replacement_entry
+
+    sys.exit(_guarded(lambda: replacement_main(replacement_entry)))
 
 
 @main.command()

@@ -35,7 +35,7 @@ stale parameters.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -289,9 +289,9 @@ def stale_rejoin_patches() -> None:
     spawn = respawn.spawn
 
     def stale_spawn(comm, count, payload):
-        if payload is not None and "params" in payload:
-            c = payload["config"]
-            payload = {**payload, "params": init_params(c.seed, Shapes(c.features, c.hidden, c.classes))}
+        if isinstance(payload, respawn.Resume):
+            c = payload.config
+            payload = replace(payload, params=init_params(c.seed, Shapes(c.features, c.hidden, c.classes)))
         return spawn(comm, count, payload)
 
     respawn.spawn = stale_spawn

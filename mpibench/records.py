@@ -87,14 +87,16 @@ class NullLog:
 
 
 class LazyCsvLog:
-    """A CsvLog whose file is created by its first row (files that only some runs have)."""
+    """A CsvLog opened for appending on its first row (a process that may become the writer,
+    or a file that only some runs have)."""
 
-    def __init__(self, path: str, columns: list[str], append: bool = False):
-        self._args, self._log = (path, columns, append), None
+    def __init__(self, path: str, columns: list[str]):
+        self.path, self.columns = path, columns
+        self._log: CsvLog | None = None
 
     def write(self, row: dict) -> None:
         if self._log is None:
-            self._log = CsvLog(*self._args)
+            self._log = CsvLog(self.path, self.columns, append=True)
         self._log.write(row)
 
     def close(self) -> None:
@@ -103,21 +105,37 @@ class LazyCsvLog:
 
 
 class RunRecords:
-    """The record files of one output folder (only rank 0 of a job holds real ones).
+    """The record files of one output folder.
 
-    The per-worker history and the checker's verdict.json and invariants.csv are
-    written elsewhere (:mod:`mpibench.history`, :mod:`mpibench.check`).
+    Every process of a job holds one: the first rank of the job creates the
+    files (``RunRecords(out)``); every other process, replacements included,
+    holds :meth:`joining` records that open the files for appending only when
+    it writes its first row. Rows are written by whichever process is rank 0
+    of the current membership; each row is flushed as it is written and the
+    files are opened with ``O_APPEND``, so when the writer dies and the next
+    one takes over, nothing written is lost or written twice. The per-worker
+    history and the checker's verdict.json and invariants.csv are written
+    elsewhere (:mod:`mpibench.history`, :mod:`mpibench.check`).
     """
 
-    def __init__(self, out_dir: str | None, append: bool = False):
+    def __init__(self, out_dir: str | None, append: bool = False, lazy: bool = False):
         self.out_dir = out_dir
         if out_dir is None:
             self.steps = self.faults = self.transfers = NullLog()
             return
+        paths = [os.path.join(out_dir, name) for name in ("steps.csv", "faults.csv")]
+        columns = [STEP_COLUMNS, FAULT_COLUMNS]
+        self.transfers = LazyCsvLog(os.path.join(out_dir, "transfers.csv"), TRANSFER_COLUMNS)
+        if lazy:
+            self.steps, self.faults = (LazyCsvLog(p, c) for p, c in zip(paths, columns))
+            return
         os.makedirs(out_dir, exist_ok=True)
-        self.steps = CsvLog(os.path.join(out_dir, "steps.csv"), STEP_COLUMNS, append)
-        self.faults = CsvLog(os.path.join(out_dir, "faults.csv"), FAULT_COLUMNS, append)
-        self.transfers = LazyCsvLog(os.path.join(out_dir, "transfers.csv"), TRANSFER_COLUMNS, append)
+        self.steps, self.faults = (CsvLog(p, c, append) for p, c in zip(paths, columns))
+
+    @classmethod
+    def joining(cls, out_dir: str | None) -> "RunRecords":
+        """Records of a process that writes only if it becomes rank 0 of the membership."""
+        return cls(out_dir, lazy=True)
 
     def close(self) -> None:
         for log in (self.steps, self.faults, self.transfers):

@@ -52,11 +52,7 @@ def _check_ulfm(schedule) -> None:
 
 
 def _field(continuation, name: str):
-    """A field of the job's continuation (a dict or a dataclass), or None."""
-    if continuation is None:
-        return None
-    if isinstance(continuation, dict):
-        return continuation.get(name)
+    """A field of the job's continuation (:mod:`mpibench.continuation`), or None."""
     return getattr(continuation, name, None)
 
 
@@ -94,8 +90,9 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
     """A trainer on ``mpi_comm``: plain, or under the fault schedule with its recovery policy.
 
     ``resume`` (replacements only): ``shard_id``, ``params``, ``cursor`` and the
-    recovery ``state`` the survivors handed over. ``history``: where this worker
-    appends its records (default: none kept).
+    recovery ``state`` the survivors handed over. ``continuation`` is the job's
+    (:mod:`mpibench.continuation`), carried to any replacement spawned. ``history``:
+    where this worker appends its records (default: none kept).
     """
     from mpibench.faults.recovery import FaultRecovery
     from mpibench.faults.wrapper import Injector
@@ -110,9 +107,7 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
     injector = Injector(schedule, me, config.straggler_deadline, spent_kills=state is not None)
     if pids is None:
         pids = dict(zip(worker_ids, mpi_comm.allgather(os.getpid())))
-    recovery = FaultRecovery(config, schedule, injector, world_size, pids, continuation)
-    if state is not None:
-        recovery.set_state(state)
+    recovery = FaultRecovery(config, schedule, injector, world_size, pids, continuation, state)
     comm = recovery.make_comm(mpi_comm, worker_ids)
     trainer = Trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery,
                       history=history, **resume)
@@ -207,26 +202,22 @@ def online_check(folder: str, summary: Summary) -> None:
         print(f"check: {verdict.case}: cannot judge: {verdict.reason}", flush=True)
 
 
-def resume_scenario(merged: MPI.Comm, payload: dict) -> int:
-    """A replacement's life: join the scenario at the failed step, then the continuation."""
+def resume_scenario(merged: MPI.Comm, resume, records: RunRecords):
+    """A replacement's share of the scenario it was spawned into (``resume`` is a
+    :class:`mpibench.faults.respawn.Resume`): join at the failed step and run to
+    the end; returns the config, the summary and the membership's communicator."""
     from mpibench.kernels import select_backend
 
-    config, step = payload["config"], payload["step"]
-    ids = payload["ids"]
-    me = ids[merged.Get_rank()]
-    backend = select_backend(config.device)
-    params = payload["params"].copy()
-    history = open_history(config, payload["continuation"], me, joined_step=step)
-    trainer = build_trainer(config, payload["schedule"], merged, ids, RunRecords(None), backend,
-                            payload["world_size"], payload["pids"], payload["continuation"],
-                            shard_id=me, params=params, cursor=payload["cursors"][me],
-                            state=payload["state"], history=history, known_cursors=payload["cursors"])
+    config, step = resume.config, resume.step
+    me = resume.ids[merged.Get_rank()]
+    history = open_history(config, resume.after, me, joined_step=step)
+    trainer = build_trainer(config, resume.schedule, merged, resume.ids, records,
+                            select_backend(config.device), resume.world_size, resume.pids, resume.after,
+                            shard_id=me, params=resume.params.copy(), cursor=resume.cursors[me],
+                            state=resume.state, history=history, known_cursors=resume.cursors)
     trainer.recovery.recover(trainer, step, None, joined=True)
-    summary, comm = train_and_finish(trainer, first_step=step,
-                                     folder=case_dir(config, payload["continuation"]))
-    from .suite import continue_after_scenario
-
-    return continue_after_scenario(comm, payload["continuation"], config, summary)
+    summary, comm = train_and_finish(trainer, first_step=step, folder=case_dir(config, resume.after))
+    return config, summary, comm
 
 
 def free_comm(comm: MPI.Comm) -> None:

@@ -8,8 +8,9 @@ from mpi4py import MPI
 from . import runinfo
 from .config import RunConfig, UsageError
 from .history import case_id
+from .continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
 from .records import RunRecords
-from .runner import free_comm, prepare, recoverable_dup, run_scenario, run_scenario_on
+from .runner import free_comm, prepare, recoverable_dup, resume_scenario, run_scenario_on
 from .worker import Summary, violation_message
 
 # The main job's scenarios run under these by default: the two classic schemes and the
@@ -100,12 +101,12 @@ def single_run(config: RunConfig, out) -> int:
     out, hosts = _open_out(world, out)
     _progress(world, f"run: scenario {config.scenario} under {config.strategy}, {config.steps} steps "
                      f"on {world.Get_size()} rank(s) -> {out}")
-    records = RunRecords(out if world.Get_rank() == 0 else None)
+    records = _records(world, out)
     _write_run_json(out, config, world, backend, {"cases": [case_id(0, config.scenario, config.strategy,
                                                                      config.recovery)]}, hosts=hosts)
     start = time.perf_counter()
     summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
-                                    continuation={"kind": "single", "out": out, "index": 0})
+                                    continuation=SingleRun(out))
     records.close()
     wall_s = time.perf_counter() - start
     if comm.Get_rank() == 0:
@@ -139,7 +140,7 @@ def main_job(base: RunConfig, out) -> int:
     if _benchmarks_wanted():
         _progress(world, "calibrating (ping-pong, reduction, compute) ...")
         calibration = results_job.start(world, base)  # while the job is still quiet
-    records = RunRecords(out if world.Get_rank() == 0 else None)
+    records = _records(world, out)
     # The main job's config names what it ran, not the single-run defaults it was built from.
     _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
                                                 "cases": [case_id(i, c.scenario, c.strategy, c.recovery)
@@ -147,40 +148,45 @@ def main_job(base: RunConfig, out) -> int:
                                                 "calibration": calibration.as_dict() if calibration else None},
                     job={"job": "main", "strategy": main_strategies(),
                          "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
-    job = {"kind": "main", "plan": plan, "index": 0, "n": world.Get_size(), "out": out, "base": base,
-           "calibration": calibration, "start": time.time()}
+    job = MainJob(tuple(plan), world.Get_size(), out, base, calibration, time.time())
     return _main_loop(job, recoverable_dup(world), 0, records, backend)
 
 
-def _main_loop(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=None) -> int:
+def _records(world: MPI.Comm, out: str) -> RunRecords:
+    """The job's first rank creates the record files; every other rank may append later."""
+    return RunRecords(out) if world.Get_rank() == 0 else RunRecords.joining(out)
+
+
+def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=()) -> int:
     """Scenarios ``first``.. of the main job, the world size restored before each, then
-    the benchmarks. Replacements spawned on the way enter here too."""
+    the benchmarks. Replacements spawned on the way enter here too, with ``done``: the
+    scenarios already run."""
     from mpibench.results import job as results_job
 
-    plan, n = job["plan"], job["n"]
-    results = [resumed] if resumed else []
+    plan, n = job.plan, job.world_size
+    results = list(done)
     for index in range(first, len(plan)):
-        comm = restore_world(comm, n, {**job, "index": index})
+        comm = restore_world(comm, n, BetweenScenarios(job, index, tuple(results)))
         config = plan[index]
         _progress(comm, f"scenario {config.scenario} under {config.strategy} ...")
-        summary, comm = run_scenario_on(config, comm, records, backend, continuation={**job, "index": index})
+        summary, comm = run_scenario_on(config, comm, records, backend,
+                                        continuation=MainJobAt(job, index, tuple(results)))
         results.append((config, summary))
     records.close()
-    comm = restore_world(comm, n, {**job, "index": len(plan)})
-    if job["calibration"] is not None:
+    comm = restore_world(comm, n, BetweenScenarios(job, len(plan), tuple(results)))
+    if job.calibration is not None:
         from .bench import main_job_bench
 
-        main_job_bench(comm, job["out"], job["base"], backend, lambda text: _progress(comm, text))
-        results_job.finish(comm, job["out"], job["base"], job["calibration"], backend,
-                           sorted(set(main_strategies()) | {"native"}),
+        main_job_bench(comm, job.out, job.base, backend, lambda text: _progress(comm, text))
+        results_job.finish(comm, job.out, job.base, job.calibration, backend, sorted(set(main_strategies()) | {"native"}),
                            lambda text: _progress(comm, text))
-    code = _finish(results, n, time.time() - job["start"], backend, comm, job["out"])
+    code = _finish(results, n, time.time() - job.start_time, backend, comm, job.out)
     code = comm.bcast(code, root=0)  # replacements saw only part of the job
     free_comm(comm)
     return code
 
 
-def restore_world(comm: MPI.Comm, n: int, job: dict) -> MPI.Comm:
+def restore_world(comm: MPI.Comm, n: int, between: BetweenScenarios) -> MPI.Comm:
     """Spawn replacements until ``comm`` has ``n`` ranks again (after shrinking scenarios)."""
     missing = n - comm.Get_size()
     if missing <= 0:
@@ -188,24 +194,34 @@ def restore_world(comm: MPI.Comm, n: int, job: dict) -> MPI.Comm:
     from mpibench.faults.respawn import spawn
 
     _progress(comm, f"respawning {missing} rank(s) to restore the world size {n}")
-    merged, _ = spawn(comm, missing, {"kind": "between", "continuation": job})
+    merged, _ = spawn(comm, missing, between)
     free_comm(comm)
     return merged
 
 
-def continue_main_job(comm: MPI.Comm, job: dict, index: int) -> int:
-    """A replacement spawned between scenarios: run the rest of the main job."""
-    records = RunRecords(None)
-    return _main_loop(job, comm, index, records, _backend(job["base"]))
+def replacement_entry(comm: MPI.Comm, continuation) -> int:
+    """Where a spawned replacement enters the job (handed to the fault layer's
+    ``replacement_main``): inside a scenario, or between two of the main job's."""
+    from mpibench.faults.respawn import Resume
+
+    if isinstance(continuation, Resume):
+        records = RunRecords.joining(continuation.after.out)
+        config, summary, comm = resume_scenario(comm, continuation, records)
+        return continue_after_scenario(comm, continuation.after, config, summary, records)
+    if isinstance(continuation, BetweenScenarios):
+        job = continuation.job
+        return _main_loop(job, comm, continuation.index, RunRecords.joining(job.out), _backend(job.base),
+                          continuation.done)
+    raise RuntimeError(f"a replacement cannot continue with {continuation!r}")
 
 
-def continue_after_scenario(comm: MPI.Comm, continuation, config: RunConfig, summary: Summary) -> int:
+def continue_after_scenario(comm: MPI.Comm, after, config: RunConfig, summary: Summary, records) -> int:
     """A replacement that finished the scenario it joined: what its spawners do next."""
-    if continuation and continuation.get("kind") == "main":
-        backend = _backend(continuation["base"])
-        return _main_loop(continuation, comm, continuation["index"] + 1, RunRecords(None), backend,
-                          resumed=(config, summary))
-    code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm, continuation["out"])
+    if isinstance(after, MainJobAt):
+        return _main_loop(after.job, comm, after.index + 1, records, _backend(after.job.base),
+                          after.done + ((config, summary),))
+    records.close()
+    code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm, after.out)
     code = comm.bcast(code, root=0)
     free_comm(comm)
     return code
@@ -217,11 +233,13 @@ def _progress(world: MPI.Comm, message: str) -> None:
 
 
 def summary_table(results: list[tuple[RunConfig, Summary]]) -> str:
+    w = max([22] + [len(config.scenario) + 2 for config, _ in results])
     width = max([14] + [len(c.strategy) + 2 for c, _ in results])
-    header = f"{'scenario':<22}{'strategy':<{width}}{'steps':>6}{'checks':>8}{'violations':>12}{'batch min':>11}{'batch max':>11}"
+    header = (f"{'scenario':<{w}}{'strategy':<{width}}{'steps':>6}{'checks':>8}{'violations':>12}"
+              f"{'batch min':>11}{'batch max':>11}")
     lines = [header, "-" * len(header)]
     for config, s in results:
-        lines.append(f"{config.scenario:<22}{config.strategy:<{width}}{s.steps:>6}{s.checks:>8}"
+        lines.append(f"{config.scenario:<{w}}{config.strategy:<{width}}{s.steps:>6}{s.checks:>8}"
                      f"{s.violations:>12}{str(s.batch_min):>11}{str(s.batch_max):>11}")
     return "\n".join(lines)
 

@@ -76,6 +76,7 @@ class Recovery:
     ``begin`` may change the step group (partitions, dropped stragglers),
     ``role`` says whether this worker contributes, is late (its batch is used
     up but left out) or stalls (nothing consumed, nothing applied),
+    ``share`` hands the step group's result to members outside it,
     ``commit`` turns the attempt into one decision shared by every member
     (``"commit"``, ``"skip"`` when nobody may commit, ``"retry"``), and
     ``handle`` recovers before a retry.
@@ -87,9 +88,12 @@ class Recovery:
     def role(self, trainer: "Trainer") -> str:
         return "contribute"
 
-    def share_root(self, trainer: "Trainer") -> int | None:
-        """Control-plane rank that hands the step's result to non-contributors, or None."""
-        return None
+    def share(self, trainer: "Trainer", role: str, reduction, loss_rows, effective_batch):
+        """The step's (reduction, loss rows, effective batch) on this worker, whatever its role.
+
+        A late worker also takes the committed parameters; a stalled one keeps its own.
+        """
+        return reduction, loss_rows, effective_batch
 
     def commit(self, trainer: "Trainer", step: int, error: CommError | None) -> str:
         if error is not None:
@@ -153,6 +157,7 @@ class Trainer:
         self.strategy: SyncStrategy | None = self._strategy()
         self.summary = Summary()
         self._steps_run = 0
+        self._last_gradient = None  # (indices, params, grad_sum, count, losses) last computed
 
     def _strategy(self) -> SyncStrategy:
         options = {"bucket_bytes": self.config.bucket_bytes, "ps_shards": self.config.ps_shards,
@@ -234,6 +239,18 @@ class Trainer:
         """The batch at ``cursor`` in this worker's shard and the cursor after it."""
         return self.walker.batch(cursor)
 
+    def _gradient(self, indices: np.ndarray):
+        """The local gradient sum on ``indices``; a redo of the same batch from the same
+        parameters (a retry after the step group changed) reuses the last one."""
+        last = self._last_gradient
+        if last is not None and np.array_equal(last[0], indices) and np.array_equal(last[1], self.params):
+            np.copyto(self.model.grad_sum, last[2])  # the strategy may have reduced in place
+            return self.model.grad_sum, last[3], last[4]
+        grad_sum, count, losses = self.model.loss_and_grad_sum(
+            self.params, self.dataset.features[indices], self.dataset.labels[indices])
+        self._last_gradient = (indices.copy(), self.params.copy(), grad_sum.copy(), count, losses)
+        return grad_sum, count, losses
+
     def _step(self, step: int, cursor: Cursor):
         start = time.perf_counter()
         role = self.recovery.role(self)
@@ -249,8 +266,7 @@ class Trainer:
         reduction, loss_rows, effective_batch, sync_s = None, None, 0, 0.0
         transfers_before = transfer_counts(self.backend)
         if role == "contribute":
-            grad_sum, count, losses = self.model.loss_and_grad_sum(
-                self.params, self.dataset.features[indices], self.dataset.labels[indices])
+            grad_sum, count, losses = self._gradient(indices)
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
             reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
@@ -260,29 +276,13 @@ class Trainer:
                                   np.square(losses, dtype=np.float64).sum()], dtype=np.float64)
             loss_rows = self.strategy.pool_loss(local_row, reduction.contributing)
             effective_batch = self.strategy.total_count()
-        root = self.recovery.share_root(self)
-        if root is not None:
-            reduction, loss_rows, effective_batch = self._share(root, role, reduction, loss_rows,
-                                                                effective_batch)
+        reduction, loss_rows, effective_batch = self.recovery.share(self, role, reduction, loss_rows,
+                                                                    effective_batch)
         self.cursor = after
         pending.reduction, pending.loss_rows, pending.effective_batch = reduction, loss_rows, effective_batch
         if transfers_before is not None:
             pending.transfers = transfer_counts(self.backend) - transfers_before
         return pending, (time.perf_counter() - start, sync_s)
-
-    def _share(self, root: int, role: str, reduction, loss_rows, effective_batch):
-        """The step group's result, handed over the control plane to members outside it.
-
-        A late worker takes the committed parameters; a stalled one keeps its own.
-        """
-        mine = (self.params, reduction, loss_rows, effective_batch) if self.comm.rank == root else None
-        try:
-            params, reduction, loss_rows, effective_batch = self.comm.mpi.bcast(mine, root=root)
-        except MPI.Exception as exc:
-            raise translate(exc, [self.comm.worker_ids[root]]) from None
-        if role == "late":
-            np.copyto(self.params, params)
-        return reduction, loss_rows, effective_batch
 
     # ------------------------------------------------------------------ history and records
     def _write_attempt(self, step: int, attempt: int, error) -> None:

@@ -1,0 +1,66 @@
+"""The fault log: one ``faults.csv`` row per fault the survivors saw and what they did.
+
+Rows are written by rank 0 of the current membership (whoever that is after
+kills and respawns) through the process's record files, and hold only what
+the seed decides: process ids and the error class a survivor happened to see
+first differ between runs and go to the job's log (stdout) instead.
+"""
+from __future__ import annotations
+
+from mpibench.records import ranks_text
+
+
+class FaultLog:
+    def __init__(self, config, schedule, pids: dict[int, int]):
+        self.config, self.schedule = config, schedule
+        self.pids = dict(pids)  # worker id -> pid, for the job's log
+
+    def row(self, trainer, step, phase, rank, kind, detail) -> None:
+        """One row, written only by the membership's first rank."""
+        if trainer.comm.rank != 0:
+            return
+        trainer.records.faults.write({"scenario": self.config.scenario, "strategy": self.config.strategy,
+                                      "step": step, "phase": phase, "rank": rank, "kind": kind,
+                                      "detail": detail})
+
+    def kills(self, trainer, step: int, gone, error) -> None:
+        scheduled = {k.rank: k for k in self.schedule.kills}
+        for w in gone:
+            k = scheduled.get(w)
+            phase = k.phase if k else "unscheduled"
+            extra = f" after {k.messages} message(s)" if k and k.phase == "mid_reduction" else ""
+            self.row(trainer, k.step if k else step, phase, w, "kill",
+                     f"SIGKILL signal 9{extra}; shrunk at step {step}")
+            if trainer.comm.rank == 0:
+                print(f"fault: worker {w} (pid {self.pids.get(w, '?')}) killed at step {step}; "
+                      f"survivors saw: {error}", flush=True)
+
+    def delays(self, trainer, step: int, late) -> None:
+        for d in self.schedule.delays:
+            if step in d.steps and d.rank in trainer.comm.worker_ids:
+                fate = "dropped from this step (late)" if d.rank in late else "waited for"
+                self.row(trainer, step, d.where, d.rank, "delay", f"{d.seconds:g} s before {d.where}; {fate}")
+
+    def stalls(self, trainer, step: int, committed: bool, digests: dict[int, str]) -> None:
+        why = "no majority: nothing committed" if not committed else "cut off: nothing applied"
+        for w, d in sorted(digests.items()):
+            self.row(trainer, step, "", w, "stall", f"{why}; params digest {str(d)[:12]}")
+
+    def partition(self, trainer, step: int, members, sides, majority) -> None:
+        what = ("no side holds a majority: nothing commits" if not majority
+                else f"committing side {ranks_text(majority)}")
+        cut = sorted(set(members) - set(majority or ())) or list(members)
+        self.row(trainer, step, "", ranks_text(cut), "partition",
+                 f"sides {' | '.join(ranks_text(s) for s in sides)}; {what}")
+
+    def resync(self, trainer, step: int, rejoining, source: int, params_digest: str) -> None:
+        for w in rejoining:
+            self.row(trainer, step, "before_compute", w, "resync",
+                     f"healed: parameters from worker {source} (digest {params_digest[:12]}); rejoins")
+
+    def respawn(self, trainer, step: int, worker: int, cursor, params_digest: str) -> None:
+        self.row(trainer, step, "recovery", worker, "respawn",
+                 f"replacement resumes shard {worker} at epoch {cursor.epoch} "
+                 f"position {cursor.position}; params digest {params_digest[:12]}")
+        if trainer.comm.rank == 0:
+            print(f"fault: replacement for worker {worker} is pid {self.pids.get(worker, '?')}", flush=True)

@@ -1,0 +1,65 @@
+"""The fault layer points down: it never imports the job layer (runner, suite)."""
+import ast
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mpibench.config import RunConfig
+from mpibench.continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
+from mpibench.data import Cursor, ShardWalker, make_shards
+
+FAULTS = Path(__file__).resolve().parent.parent / "faults"
+JOB_LAYER = {"mpibench.runner", "mpibench.suite", "mpibench.cli", "mpibench.continuation"}
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in FAULTS.glob("*.py")))
+def test_fault_modules_do_not_import_the_job_layer(module):
+    tree = ast.parse((FAULTS / module).read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+            imported |= {f"{node.module}.{a.name}" for a in node.names}
+    assert not imported & JOB_LAYER, imported & JOB_LAYER
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in FAULTS.glob("*.py")))
+def test_fault_modules_stay_small(module):
+    assert len((FAULTS / module).read_text().splitlines()) <= 300
+
+
+def test_continuations_are_frozen_and_survive_pickling():
+    job = MainJob((RunConfig(scenario="none"),), 4, "/tmp/x", RunConfig(), None, 0.0)
+    for c in (SingleRun("/tmp/x"), MainJobAt(job, 2), BetweenScenarios(job, 3)):
+        assert pickle.loads(pickle.dumps(c)) == c
+        assert c.out == "/tmp/x"
+        with pytest.raises(AttributeError):
+            c.index = 5
+
+
+def test_resume_carries_the_job_continuation_unread():
+    from mpibench.faults.recovery import RecoveryState
+    from mpibench.faults.respawn import Resume
+
+    after = SingleRun("/tmp/out")
+    r = Resume(RunConfig(), None, 3, 2, (0, 1, 2), (2,), np.zeros(3, np.float32), {2: Cursor(0, 16)},
+               {0: 1}, RecoveryState(consumed={2: 1}), after)
+    back = pickle.loads(pickle.dumps(r))
+    assert back.after == after and back.state.consumed == {2: 1} and back.cursors[2] == Cursor(0, 16)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("batches", [0, 1, 7, 40])
+def test_a_dead_workers_cursor_follows_from_the_batches_it_used(seed, batches):
+    from mpibench.faults.respawn import cursor_after
+
+    config = RunConfig(seed=seed, samples=90, batch_size=8)
+    shards = make_shards(seed, config.samples, 3)
+    walker, expected = ShardWalker(seed, 2, shards[2], 8), Cursor()
+    for _ in range(batches):
+        _, expected = walker.batch(expected)
+    assert cursor_after(config, 2, shards[2], batches) == expected
