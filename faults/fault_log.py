@@ -24,16 +24,31 @@ class FaultLog:
                                       "detail": detail})
 
     def kills(self, trainer, step: int, gone, error) -> None:
+        """Scheduled kills as ``kill`` rows; a failure the schedule did not cause (the runtime
+        reported it: a crash, or a live worker its failure detector suspected) as ``suspected``."""
         scheduled = {k.rank: k for k in self.schedule.kills}
         for w in gone:
             k = scheduled.get(w)
-            phase = k.phase if k else "unscheduled"
-            extra = f" after {k.messages} message(s)" if k and k.phase == "mid_reduction" else ""
-            self.row(trainer, k.step if k else step, phase, w, "kill",
-                     f"SIGKILL signal 9{extra}; shrunk at step {step}")
+            if k is None:
+                self.row(trainer, step, "unscheduled", w, "suspected",
+                         f"reported failed by the runtime, not in the schedule; shrunk at step {step}; "
+                         f"survivors saw: {' '.join(str(error).split())}")
+            else:
+                extra = f" after {k.messages} message(s)" if k.phase == "mid_reduction" else ""
+                self.row(trainer, k.step, k.phase, w, "kill", f"SIGKILL signal 9{extra}; shrunk at step {step}")
             if trainer.comm.rank == 0:
-                print(f"fault: worker {w} (pid {self.pids.get(w, '?')}) killed at step {step}; "
+                what = "killed" if k else "reported failed (not scheduled: suspected)"
+                print(f"fault: worker {w} (pid {self.pids.get(w, '?')}) {what} at step {step}; "
                       f"survivors saw: {error}", flush=True)
+
+    def no_quorum(self, trainer, step: int, previous, survivors) -> None:
+        """The survivors of a shrink hold no quorum of ``previous``: they stall for good."""
+        self.row(trainer, step, "recovery", ranks_text(survivors), "no-quorum",
+                 f"survivors of members {ranks_text(previous)} hold no majority: nothing committed")
+        if trainer.comm.rank == 0:
+            print(f"fault: no quorum: workers {ranks_text(survivors)} of {ranks_text(previous)} "
+                  f"stall at step {step} (failures may be false suspicions); the watchdog ends them",
+                  flush=True)
 
     def delays(self, trainer, step: int, late) -> None:
         for d in self.schedule.delays:

@@ -17,21 +17,24 @@ runtime made of the cut:
     the runtime declared processes across the cut dead (ULFM fail-stop:
     ``killed`` lines, ``unscheduled`` kill rows) and the majority went on;
 ``split-brain``
-    a side without the recorder (worker 0) declared the recorder's side dead
-    and went on by itself: two sides committed.
+    a side without worker 0 committed a step on its own after the cut (its
+    workers' histories show it), or declared worker 0's side dead without
+    stalling for lack of quorum (no ``fault: no quorum`` line).
 
 Exit status: 0 passed, 1 violated or no progress, 3 no verdict.
 """
 from __future__ import annotations
 
 import csv
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .netfault import NetPartition, Timeline, committed_steps
 
-KILLED_LINE = re.compile(r"fault: worker (\d+) \(pid \d+\) killed at step (\d+)[^\n]*")
+KILLED_LINE = re.compile(r"fault: worker (\d+) \(pid \d+\) (?:killed|reported failed)[^\n]* at step (\d+)[^\n]*")
+NO_QUORUM_LINE = re.compile(r"fault: no quorum: workers ([\d ]+) of [^\n]*")
 STUCK_LINE = re.compile(r"\[\d+@[^\]]+\] stuck: [^\n]*")
 
 
@@ -87,15 +90,19 @@ def judge_partition(out: Path, text: str, steps: int, partition: NetPartition,
     stuck = tuple(STUCK_LINE.findall(text))
     during = _committed_during_cut(timeline)
     base = judge(out, text, steps)
-    lines = tuple(line for *_, line in killed) + stuck
-    if any(w in majority for w, _, _ in killed):
-        victims = sorted({w for w, _, _ in killed if w in majority})
+    fenced = {int(w) for m in NO_QUORUM_LINE.finditer(text) for w in m.group(1).split()}
+    lines = (tuple(line for *_, line in killed)
+             + tuple(m.group(0) for m in NO_QUORUM_LINE.finditer(text)) + stuck)
+    alone = side_commits(out, set(partition.workers(1, ranks_per_host)), partition.at_step)
+    victims = sorted({w for w, _, _ in killed if w in majority})
+    if alone or (victims and not fenced):
         return Verdict(1, "split-brain", f"a side without worker 0 declared workers {victims} dead "
-                       f"and went on alone (ULFM fail-stop after the cut); {base.detail}", lines)
+                       f"and went on alone (committed steps {alone or '?'}); {base.detail}", lines)
     if killed:
+        stalled = f"; workers {sorted(fenced)} held no quorum and stalled" if fenced else ""
         return Verdict(1, "failure", "the runtime declared workers "
-                       f"{sorted({w for w, _, _ in killed})} dead across the cut (fail-stop); "
-                       f"the majority went on; {base.detail}", lines)
+                       f"{sorted({w for w, _, _ in killed if w not in majority})} dead across the cut "
+                       f"(fail-stop); the majority went on{stalled}; {base.detail}", lines)
     if during:
         return Verdict(1, "violated", f"{during} step(s) committed while the cut was in place "
                        "although no side was declared dead", lines)
@@ -106,6 +113,26 @@ def judge_partition(out: Path, text: str, steps: int, partition: NetPartition,
         return base
     return Verdict(0, "tolerated", "nothing committed during the cut; after the heal the run "
                    f"finished and every invariant held ({base.detail})")
+
+
+def side_commits(out: Path, workers: set, from_step: int) -> list[int]:
+    """Steps from ``from_step`` on that ``workers`` committed among themselves alone (their
+    histories: a committed attempt whose step group lies inside ``workers``)."""
+    groups, steps = {}, set()
+    for path in sorted(Path(out).glob("history/*/worker-*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a killed process
+            key = (path, rec.get("step"), rec.get("attempt"))
+            if rec.get("kind") == "attempt":
+                groups[key] = set(rec.get("group") or ())
+            elif rec.get("kind") == "decision" and rec.get("decision") == "commit":
+                group = groups.get(key, set())
+                if group and group <= workers and key[1] >= from_step:
+                    steps.add(key[1])
+    return sorted(steps)
 
 
 def _committed_during_cut(timeline: Timeline) -> int:
