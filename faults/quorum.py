@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 
-from mpibench.watchdog import StepWatchdog
+from mpibench.watchdog import StepWatchdog, budget_for
 
 DETECTOR_VARIABLE = "OMPI_MCA_mpi_ft_detector"
 TRUE_VALUES = ("1", "true", "yes", "on", "enabled")
@@ -44,8 +44,8 @@ def may_go_on(previous, survivors, suspicions: bool) -> bool:
     return bool(before) and min(before) in kept
 
 
-def stall(step: int, members, budget_s: float) -> None:
+def stall(step: int, members, deadline_s: float) -> None:
     """Commit nothing again: a watchdog ends the process (the step's own, armed earlier,
     or this one, for a stall outside the step loop)."""
-    StepWatchdog(budget_s).arm(step, members)
+    StepWatchdog(budget_for(deadline_s)).arm(step, members)
     threading.Event().wait()

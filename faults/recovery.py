@@ -16,12 +16,10 @@ membership is clean: agree whether anyone died; if so shrink (and, under
 shards); gather each member's report (late? which peers can it reach?);
 derive the next attempt's step group: the strict-majority side of a
 partition (the others stall, keep their parameters and consume nothing),
-minus the late workers (dropped from this step only). When the runtime may
-report live workers as failed (its heartbeat detector is on), survivors
-without a quorum of the membership before the shrink stall instead
-(:mod:`.quorum`). Every stage that could be interrupted by a further failure
-is followed by an agreement, so a death during recovery starts another round
-instead of splitting the survivors.
+minus the late workers (dropped from this step only); survivors of a shrink
+without a quorum stall for good (:mod:`.quorum`). Every stage that could be
+interrupted by a further failure is followed by an agreement, so a death
+during recovery starts another round instead of splitting the survivors.
 
 No role belongs to a fixed worker: records are written, parameters handed
 out and healed workers re-synced by members chosen from the current
@@ -35,8 +33,6 @@ from mpi4py import MPI
 
 from mpibench.comm import translate
 from mpibench.worker import Recovery, digest
-
-from mpibench.watchdog import budget_for
 
 from . import quorum, sides, straggler, ulfm
 from .fault_log import FaultLog
@@ -82,7 +78,6 @@ class FaultRecovery(Recovery):
         self._lost = False  # this recovery removed a dead worker
         self._revoked = False
         self._stall_digests: dict[int, str] = {}
-        self.suspicions = quorum.suspicions_possible()  # failures may be false (see .quorum)
 
     @staticmethod
     def params_digest(trainer) -> str:
@@ -257,9 +252,9 @@ class FaultRecovery(Recovery):
         ulfm.free(old.mpi)
         trainer.comm = self.make_comm(new, ids)
         self.log.kills(trainer, step, gone, error)
-        if gone and not quorum.may_go_on(old.worker_ids, ids, self.suspicions):
+        if gone and not quorum.may_go_on(old.worker_ids, ids, quorum.suspicions_possible()):
             self.log.no_quorum(trainer, step, old.worker_ids, ids)
-            quorum.stall(step, ids, budget_for(self.deadline_s))
+            quorum.stall(step, ids, self.deadline_s)
         if gone and self.policy == "respawn":
             from .respawn import spawn_replacements
 
