@@ -175,6 +175,43 @@ def test_cut_held_past_the_watchdog_stalls_safely_without_hanging(launcher, tmp_
     assert time.monotonic() - start < 45
 
 
+# Open MPI's heartbeat detector, as ``jobs/testbed.py --detector`` turns it on.
+DETECTOR = ["--mca", "mpi_ft_detector", "true", "--mca", "mpi_ft_detector_period", "0.5",
+            "--mca", "mpi_ft_detector_timeout", "2"]
+SPLIT_BRAIN = ("committed twice", "not a strict majority", "although no side holds")
+
+
+@pytest.mark.mpi
+@pytest.mark.multihost
+@pytest.mark.parametrize("strategy", ["ring", "ps"])
+def test_cut_with_the_failure_detector_never_lets_two_sides_commit(launcher, tmp_path, strategy):
+    """Both sides declare the other dead; only the side with a quorum goes on."""
+    part = netfault.draw(seed=3, hosts=3, steps=40, hold_s=6.0)
+    out, cwd = tmp_path / "out", tmp_path / "cwd"
+    cwd.mkdir()
+    result = run_job(launcher, Placement(3, 1), ["run", "--strategy", strategy, "--seed", "3",
+                                                 "--steps", "40", "--deadline-s", "1"],
+                     out, 60, DETECTOR, part, cwd=cwd)
+    minority, majority = set(part.workers(1, 1)), set(part.workers(0, 1))
+    found = verdict.judge_partition(out, result.text, 40, part, 1, result.timeline)
+    assert found.outcome in ("tolerated", "failure", "stalled"), f"{found.line()}\n{result.text[-3000:]}"
+    assert verdict.side_commits(out, minority, part.at_step) == [], "the cut-off side committed alone"
+    faults = pd.read_csv(out / "faults.csv", keep_default_na=False)
+    assert "kill" not in set(faults["kind"]), "nothing was killed"
+    suspected = faults[faults["kind"] == "suspected"]
+    assert all("survivors saw:" in d for d in suspected["detail"])
+    fenced = faults[faults["kind"] == "no-quorum"]
+    if {int(w) for w in suspected["rank"]} & majority:  # the cut-off side suspected the others
+        assert list(fenced["rank"].astype(str)) == [" ".join(map(str, sorted(minority)))], result.text[-3000:]
+    check = subprocess.run([sys.executable, "-m", "mpibench", "check", str(out)], capture_output=True,
+                           text=True, timeout=60)
+    rows = pd.read_csv(out / "invariants.csv", keep_default_na=False, dtype=str)
+    bad = rows[(rows["passed"] != "true") & rows["detail"].str.contains("|".join(SPLIT_BRAIN))]
+    assert bad.empty, bad.to_string()
+    assert check.returncode in (0, 3), check.stdout + check.stderr  # pass, or the stall: cannot judge
+    assert check.returncode == 0 or "stops at step" in check.stdout, check.stdout
+
+
 # ---------------------------------------------------------------- teardown
 TEARDOWN_DRIVER = """
 import sys, time
