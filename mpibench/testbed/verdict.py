@@ -14,8 +14,9 @@ runtime made of the cut:
     (``stuck:`` lines): safe, not live -- exit 1, as for any run that cannot
     make progress;
 ``failure``
-    the runtime declared processes across the cut dead (ULFM fail-stop:
-    ``killed`` lines, ``unscheduled`` kill rows) and the majority went on;
+    the runtime declared processes across the cut dead (ULFM fail-stop with
+    the heartbeat detector on: ``reported failed`` lines, ``suspected`` rows)
+    and the majority went on; a cut-off side without quorum stalled;
 ``split-brain``
     a side without worker 0 committed a step on its own after the cut (its
     workers' histories show it), or declared worker 0's side dead without
