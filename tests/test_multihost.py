@@ -77,6 +77,24 @@ def test_verdict_names_split_brain_and_failure_from_log_lines(tmp_path):
     assert verdict.judge_partition(tmp_path, "", 2, part, 1, netfault.Timeline()).status == 3
 
 
+def test_a_fenced_minority_is_a_failure_and_one_that_commits_alone_is_split_brain(tmp_path):
+    (tmp_path / "invariants.csv").write_text("scenario,strategy,step,invariant,passed,detail\n")
+    part = netfault.NetPartition(((0, 1), (2,)), at_step=1, hold_s=2.0)
+    timeline = netfault.Timeline([("seen", 1.0, 1), ("cut", 1.1, 1), ("heal", 3.1, 3)])
+    both = ("fault: worker 2 (pid 1) reported failed (not scheduled: suspected) at step 1; survivors saw: x\n"
+            "fault: worker 0 (pid 2) reported failed (not scheduled: suspected) at step 1; survivors saw: y\n")
+    fenced = both + "fault: no quorum: workers 2 of 0 1 2 stall at step 1 (...)\n"
+    assert verdict.judge_partition(tmp_path, fenced, 4, part, 1, timeline).outcome == "failure"
+    assert verdict.judge_partition(tmp_path, both, 4, part, 1, timeline).outcome == "split-brain"
+    case = tmp_path / "history" / "000-case"
+    case.mkdir(parents=True)
+    (case / "worker-2.jsonl").write_text(
+        '{"kind":"attempt","step":1,"attempt":1,"group":[2]}\n{"kind":"decision","step":1,"attempt":1,'
+        '"decision":"commit"}\n{"kind":"attempt","step":2,"attempt":0,"group":[2]}\n')
+    assert verdict.side_commits(tmp_path, {2}, 1) == [1] and verdict.side_commits(tmp_path, {2}, 2) == []
+    assert verdict.judge_partition(tmp_path, fenced, 4, part, 1, timeline).outcome == "split-brain"
+
+
 def test_testbed_never_imports_mpi4py():
     code = ("import sys, mpibench.testbed.job, mpibench.testbed.verdict, mpibench.testbed.cut;"
             "sys.exit('mpi4py' in sys.modules)")
