@@ -58,7 +58,6 @@ class RecoveryState:
     current_step: int = -1
     attempts: int = 0
     respawned: set = field(default_factory=set)
-    consumed: dict = field(default_factory=dict)  # worker id -> batches used up (its data cursor)
 
 
 class FaultRecovery(Recovery):
@@ -184,9 +183,6 @@ class FaultRecovery(Recovery):
     def _decided(self, trainer, step: int, decision: str, error) -> str:
         s = self.state
         if decision == "commit":
-            for w in trainer.comm.worker_ids:
-                if w not in s.stalled:
-                    s.consumed[w] = s.consumed.get(w, 0) + 1
             self.log.delays(trainer, step, s.late)
             if s.stalled:
                 self.log.stalls(trainer, step, True, self._stall_digests)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from mpibench.data import Cursor, ShardWalker
 
 from . import ulfm
 from .ulfm import settle
@@ -74,25 +73,15 @@ def join() -> tuple[MPI.Comm, object]:
     return merged, payload
 
 
-def cursor_after(config, shard_id: int, shard: np.ndarray, batches: int) -> Cursor:
-    """Where a worker stands in its shard after using up ``batches`` batches."""
-    walker, cursor = ShardWalker(config.seed, shard_id, shard, config.batch_size), Cursor()
-    for _ in range(batches):
-        _, cursor = walker.batch(cursor)
-    return cursor
-
-
 def spawn_replacements(recovery, trainer, step: int, gone: list[int]) -> None:
     """During recovery (survivors): replace ``gone`` workers and continue on the merged comm."""
     control = trainer.comm
     dead = tuple(sorted(gone))
     payload = None
     if control.rank == 0:
-        # Every worker's cursor: the replacements' from the batches the dead workers used
-        # up, the others' as this worker tracked them (steps.csv's epoch columns need them).
+        # Every worker's cursor after the last commit, as the loop tracks it: the
+        # replacements resume from their dead workers' (steps.csv's epochs need the rest).
         cursors = dict(trainer.known_cursors)
-        cursors.update({w: cursor_after(recovery.config, w, trainer.shards[w], recovery.state.consumed.get(w, 0))
-                        for w in dead})
         payload = Resume(recovery.config, recovery.schedule, recovery.world_size, step,
                          tuple(control.worker_ids) + dead, dead, trainer.params, cursors,
                          dict(recovery.log.pids), recovery.state, recovery.continuation)
