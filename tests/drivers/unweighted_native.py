@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 from mpibench.comm import Comm
 from mpibench.config import RunConfig
+from mpibench.continuation import SingleRun
 from mpibench.data import make_dataset, make_shards
 from mpibench.kernels import NumpyBackend
 from mpibench import runinfo
@@ -47,7 +48,7 @@ def main(out_dir: str) -> None:
     dataset = make_dataset(config.seed, config.samples, config.features, config.classes)
     shards = make_shards(config.seed, config.samples, world.Get_size())
     records = RunRecords(out_dir if world.Get_rank() == 0 else None)
-    case = {"out": out_dir, "index": 0}
+    case = SingleRun(out_dir)
     if world.Get_rank() == 0:
         runinfo.write(out_dir, {"cases": [case_id(0, config.scenario, config.strategy, config.recovery)]})
         write_case_json(config, load_schedule("none", world.Get_size(), config.seed), case, world.Get_size())
