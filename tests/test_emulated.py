@@ -16,6 +16,8 @@ import re
 import numpy as np
 import pytest
 
+from mpibench.sync.registry import CHECKED
+
 from mpibench.kernels import CrossingError
 from mpibench.kernels import transfer as tr
 from mpibench.kernels.device_backend import DeviceBackend
@@ -230,11 +232,12 @@ def members_from(job):
 def test_the_main_job_holds_every_invariant_on_the_emulated_device(tmp_path, recovery, aware, benchmarks):
     os.environ["MPIBENCH_NO_BENCH"] = "0" if benchmarks else "1"
     os.environ["MPIBENCH_SCENARIOS"] = ",".join(MAIN_SCENARIOS)
+    os.environ["MPIBENCH_STRATEGIES"] = ",".join(CHECKED)  # every strategy goes through the device path
     try:
         job = launch(3, ["--device", "emulated", "--steps", "5", "--recovery", recovery], tmp_path, aware,
-                     timeout=400, extra_env=("MPIBENCH_NO_BENCH", "MPIBENCH_SCENARIOS"))
+                     timeout=400, extra_env=("MPIBENCH_NO_BENCH", "MPIBENCH_SCENARIOS", "MPIBENCH_STRATEGIES"))
     finally:
-        del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"]
+        del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"], os.environ["MPIBENCH_STRATEGIES"]
     if benchmarks:  # the benchmarks and the scaling runs went through the device path too
         bench = job.csv("bench.csv")
         measured = bench[bench.tag == "measured"]
@@ -251,7 +254,7 @@ def test_the_main_job_holds_every_invariant_on_the_emulated_device(tmp_path, rec
     if recovery == "respawn":
         assert (faults.kind == "respawn").any(), job.text
     rows = job.csv("transfers.csv")
-    assert set(zip(rows.scenario, rows.strategy)) == {(s, k) for s in MAIN_SCENARIOS for k in ("ring", "ps")}
+    assert set(zip(rows.scenario, rows.strategy)) == {(s, k) for s in MAIN_SCENARIOS for k in CHECKED}
     check_policy(rows, aware, members_from(job))
 
 
