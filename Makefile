@@ -10,7 +10,8 @@ NP ?= 8
 # Empty: every run gets a fresh mpibench-out/<UTC time>-<kind>-seed<S>/ (and mpibench-out/latest).
 OUT ?=
 MPI ?= embedded
-PYTEST_ARGS ?=
+# The repeated-run tests (marker slow, minutes each) run with `make test-slow`.
+PYTEST_ARGS ?= -m "not slow"
 
 BIN := $(VENV)/bin
 PY := $(BIN)/python
@@ -37,7 +38,7 @@ endif
 export OMPI_MCA_mpi_yield_when_idle ?= 1
 export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
 
-.PHONY: run test bench sweep venv clean system-deps
+.PHONY: run test test-slow bench sweep venv clean system-deps
 
 # Debian packages the full test suite needs: headless Chromium for the report's
 # browser test; munge + Slurm daemons for the job-script tests; iproute2, nftables and
@@ -65,6 +66,9 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow
 
 bench: $(STAMP)
 	$(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench bench $(if $(OUT),--out $(OUT))
