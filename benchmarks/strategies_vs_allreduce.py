@@ -33,9 +33,9 @@ import numpy as np
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 from mpi4py import MPI  # noqa: E402
 
-from mpibench.bench import human_bytes, parse_list  # noqa: E402
+from mpibench.job.bench import human_bytes, parse_list  # noqa: E402
 from mpibench.cli import size_option  # noqa: E402
-from mpibench.comm import Comm  # noqa: E402
+from mpibench.sync.comm import Comm  # noqa: E402
 from mpibench.kernels import NumpyBackend  # noqa: E402
 from mpibench.results import costmodel  # noqa: E402
 from mpibench.sync import make_strategy  # noqa: E402

@@ -27,15 +27,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from mpibench.bench import BenchPlan, human_bytes  # noqa: E402
-from mpibench.bench import cfloor  # noqa: E402
-from mpibench.bench.plan import registered  # noqa: E402
-from mpibench.bench.rounds import ratio_to  # noqa: E402
-from mpibench.bench.run import measure_size  # noqa: E402
+from mpibench.job.bench import BenchPlan, human_bytes  # noqa: E402
+from mpibench.job.bench import cfloor  # noqa: E402
+from mpibench.job.bench.plan import registered  # noqa: E402
+from mpibench.job.bench.rounds import ratio_to  # noqa: E402
+from mpibench.job.bench.run import measure_size  # noqa: E402
 from mpibench.cli import size_option  # noqa: E402
-from mpibench.comm import Comm  # noqa: E402
+from mpibench.sync.comm import Comm  # noqa: E402
 from mpibench.kernels import NumpyBackend  # noqa: E402
-from mpibench.results.calibrate import cores_available, idle_until_released  # noqa: E402
+from mpibench.job.calibrate import cores_available, idle_until_released  # noqa: E402
 
 RING_GOAL, PS_GOAL, RING_GOAL_FROM = 0.9, 1.3, 1 << 20
 

@@ -8,7 +8,7 @@ window, so every schedule drawn here passes :func:`~.schedule.validate`.
 """
 from __future__ import annotations
 
-from mpibench import seeds
+from mpibench.base import seeds
 
 from .schedule import PHASES, Delay, Kill, Partition, Schedule, validate
 

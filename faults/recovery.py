@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from mpi4py import MPI
 
-from mpibench.comm import translate
-from mpibench.records import ranks_text
-from mpibench.worker import Recovery, digest
+from mpibench.sync.comm import translate
+from mpibench.base.records import ranks_text
+from mpibench.engine.worker import Recovery, digest
 
 from . import ulfm
 from .schedule import Schedule

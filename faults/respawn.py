@@ -17,8 +17,8 @@ import sys
 
 from mpi4py import MPI
 
-from mpibench.data import Cursor
-from mpibench.worker import digest
+from mpibench.engine.data import Cursor
+from mpibench.engine.worker import digest
 
 from .ulfm import settle
 
@@ -90,10 +90,10 @@ def replacement_main() -> int:
     merged, payload = join()
     if payload["kind"] == "resume":
         pids = merged.allgather(os.getpid())
-        from mpibench.runner import resume_scenario
+        from mpibench.job.runner import resume_scenario
 
         payload["pids"] = {**payload["pids"], **dict(zip(payload["ids"], pids))}
         return resume_scenario(merged, payload)
-    from mpibench.suite import continue_main_job
+    from mpibench.job.suite import continue_main_job
 
     return continue_main_job(merged, payload["continuation"], payload["continuation"]["index"])

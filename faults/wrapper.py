@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Sequence
 
-from mpibench.comm import Comm, PeerUnreachable
+from mpibench.sync.comm import Comm, PeerUnreachable
 
 from .schedule import Schedule
 

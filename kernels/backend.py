@@ -5,7 +5,7 @@ from typing import Protocol
 
 import numpy as np
 
-from mpibench.config import UsageError
+from mpibench.base.config import UsageError
 
 DEVICES = ("cpu", "gpu", "auto", "emulated")
 

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mpibench.config import UsageError
+from mpibench.base.config import UsageError
 from mpibench.kernels import DeviceUnavailable, NumpyBackend, select_backend
 from mpibench.kernels import transfer as tr
 from mpibench.kernels.cupy_backend import gpu_available
@@ -263,7 +263,7 @@ def test_comm_moves_buffers_of_either_back_end(name, path):
     """Point to point to itself, allreduce and bcast on COMM_SELF, through the policy."""
     from mpi4py import MPI
 
-    from mpibench.comm import Comm
+    from mpibench.sync.comm import Comm
 
     if name == "cupy" and path not in device_paths():
         pytest.skip("the MPI library is not CUDA-aware")

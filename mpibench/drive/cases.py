@@ -112,7 +112,7 @@ def read_rows(path: Path) -> list[dict]:
 
 def case_verdict(out_dir: Path):
     """The checker's verdict on a job's output folder (also written there as verdict.json)."""
-    from .check import check_run, write_outputs
+    from mpibench.check import check_run, write_outputs
 
     verdict = check_run(str(out_dir))
     if (out_dir / "run.json").exists():

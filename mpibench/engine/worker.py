@@ -18,15 +18,15 @@ import numpy as np
 
 from mpi4py import MPI
 
-from .aggregate import moments_from_totals
-from .comm import Comm, CommError, translate
-from .config import RunConfig, replay_command
+from mpibench.base.aggregate import moments_from_totals
+from mpibench.sync.comm import Comm, CommError, translate
+from mpibench.base.config import RunConfig, replay_command
 from .data import Cursor, Dataset, ShardWalker, next_cursor
 from .history import AttemptRecord, NoHistory, params_b64, params_digest
 from mpibench.kernels.counts import transfer_counts
 from .model import MLP, Shapes, init_params
-from .records import RunRecords, ranks_text
-from .sync import SyncStrategy, make_strategy
+from mpibench.base.records import RunRecords, ranks_text
+from mpibench.sync import SyncStrategy, make_strategy
 from .watchdog import StepWatchdog, budget_for
 
 

@@ -28,9 +28,9 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from mpibench.comm import Comm
+from mpibench.sync.comm import Comm
 
-from .calibration import Calibration
+from mpibench.results.calibration import Calibration
 from .hostload import HostLoad
 
 PING_SIZES_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20)
@@ -155,10 +155,10 @@ def local_step_s(config, batch: int, repeats: int = 30) -> float:
 
 def local_step(config, batch: int):
     """A closure doing one worker's local part of a step (no communication)."""
-    from mpibench import seeds
-    from mpibench.data import make_dataset
+    from mpibench.base import seeds
+    from mpibench.engine.data import make_dataset
     from mpibench.kernels import NumpyBackend
-    from mpibench.model import MLP, Shapes, init_params
+    from mpibench.engine.model import MLP, Shapes, init_params
 
     shapes = Shapes(config.features, config.hidden, config.classes)
     data = make_dataset(config.seed, max(config.samples, batch), config.features, config.classes)
@@ -211,7 +211,7 @@ def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: in
     from dataclasses import replace
 
     from mpibench.kernels import NumpyBackend
-    from mpibench.runner import run_scenario
+    from .runner import run_scenario
 
     from .memrecords import MemoryRecords
 
@@ -260,7 +260,7 @@ def calibrate(world: MPI.Comm, config, batches=(), strategies=()) -> Calibration
     ``batches``: the local batch sizes the model will be asked about; the worker
     loop's step time on one rank is measured at each (compute does not scale
     linearly with the batch once activations leave the caches)."""
-    from mpibench.runinfo import this_host
+    from mpibench.base.runinfo import this_host
 
     load = HostLoad(world)
     pings = ping_pong(world)
@@ -290,7 +290,7 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
     Ping-pong (alpha, beta), reduction throughput (gamma) and the one-rank
     call overhead; the compute figures stay zero, since ``bench`` models no
     training step. Takes about a second."""
-    from mpibench.runinfo import this_host
+    from mpibench.base.runinfo import this_host
 
     load = HostLoad(world)
     pings = ping_pong(world)

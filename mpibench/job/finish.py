@@ -17,9 +17,9 @@ from mpi4py import MPI
 
 from . import scaling as scaling_mod
 from .calibrate import calibrate
-from .calibration import Calibration
-from .compare import compare_collectives, compare_steps, comparison_frame, modelled_bench_rows, run_load
-from .report import build, read_csv
+from mpibench.results.calibration import Calibration
+from mpibench.results.compare import compare_collectives, compare_steps, comparison_frame, modelled_bench_rows, run_load
+from mpibench.results.report import build, read_csv
 from .scaling import SCALING_COLUMNS, ScalingPlan
 
 
@@ -68,7 +68,7 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
     following ``--steps``, so a quick run stays quick."""
     from dataclasses import replace
 
-    from mpibench import runinfo
+    from mpibench.base import runinfo
 
     plan = plan or replace(ScalingPlan(), steps=min(ScalingPlan.steps, max(8, base.steps)))
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import Cursor, ShardWalker
-from .sync.base import Reduction
+from mpibench.engine.data import Cursor, ShardWalker
+from mpibench.sync.base import Reduction
 
 
 class ResumeEpochStart:

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .comm import CommError
-from .sync.base import Reduction
+from mpibench.sync.comm import CommError
+from mpibench.sync.base import Reduction
 
 
 # ---------------------------------------------------------------------------- weighting mistakes
@@ -93,7 +93,7 @@ class VarianceWithinMixin:
 
 # ---------------------------------------------------------------------------- placement mistakes
 def _ring():
-    from .sync import ring, segments
+    from mpibench.sync import ring, segments
 
     return ring, segments
 
@@ -199,7 +199,7 @@ def strategy_factory(mutant: str, batch_size: int):
     The placement mutants are always the ring; the others carry their mistake
     into whichever strategy the run names.
     """
-    from .sync import STRATEGIES, make_strategy
+    from mpibench.sync import STRATEGIES, make_strategy
 
     from .loop_mutants import SkipMemberMixin
 
@@ -276,7 +276,7 @@ def stale_rejoin_patches() -> None:
     """
     from mpibench.faults import recovery, respawn
 
-    from .model import Shapes, init_params
+    from mpibench.engine.model import Shapes, init_params
 
     resync = recovery.FaultRecovery._resync
 
@@ -304,7 +304,8 @@ def install(mutant: str) -> None:
     The runner builds its trainer through ``mpibench.runner.Trainer``; that one
     name is replaced by a subclass carrying the mutant, in this process only.
     """
-    from . import runner, worker
+    from . import runner
+    from mpibench.engine import worker
     from .loop_mutants import LOOP_MUTANTS
 
     if mutant not in MUTANTS:

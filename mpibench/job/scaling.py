@@ -48,7 +48,7 @@ class ScalingPlan:
         return self.weak_batch if mode == "weak" else max(1, round(self.strong_batch / p))
 
     def sync_bytes(self) -> int:
-        from mpibench.model import Shapes
+        from mpibench.engine.model import Shapes
 
         return (Shapes(self.features, self.hidden, self.classes).n_params + 1) * 4
 
@@ -64,7 +64,7 @@ def rank_counts(world_size: int) -> list[int]:
 
 def measure_point(world: MPI.Comm, config, p: int, backend) -> dict | None:
     """Train ``config`` on the first ``p`` ranks; rank 0 gets the timing row, others None."""
-    from mpibench.runner import run_scenario
+    from .runner import run_scenario
 
     rank = world.Get_rank()
     load = HostLoad(world)
@@ -129,7 +129,7 @@ def add_speedups(rows: list[dict]) -> list[dict]:
 
 def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
     """The model's row for every measured point (same strategy, mode, p and batch)."""
-    from . import costmodel
+    from mpibench.results import costmodel
 
     rows = []
     for m in measured_rows:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..aggregate import moments_from_totals
+from mpibench.base.aggregate import moments_from_totals
 
 
 @dataclass

@@ -6,7 +6,7 @@ nothing travels: the row keeps its time but has no bandwidth, and says so.
 """
 from __future__ import annotations
 
-from mpibench.records import BENCH_COLUMNS
+from mpibench.base.records import BENCH_COLUMNS
 from mpibench.sync.ring import busbw_factor
 
 from .candidates import label
