@@ -103,7 +103,7 @@ def run_options(func):
 
 
 def out_options(what: str) -> list:
-    """``--out`` and ``--force``: see :mod:`mpibench.outdir` for the policy."""
+    """``--out`` and ``--force``: see :mod:`mpibench.job.outdir` for the policy."""
     return [
         click.option("--out", type=click.Path(file_okay=False), default=None,
                      help=f"output folder for {what} [default: a fresh "
@@ -196,7 +196,7 @@ def main(ctx, **kw):
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")
 @click.option("--mutant", default=None, hidden=True,
-              help="self-test only: run a known-bad reduction (see mpibench.mutants)")
+              help="self-test only: run a known-bad reduction (see mpibench.job.mutants)")
 @run_options
 def run(strategy, scenario, mutant, **kw):
     """One scenario under one strategy (under mpirun)."""

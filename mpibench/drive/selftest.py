@@ -1,7 +1,7 @@
 """The self-test: the checker must catch every known-bad reduction.
 
 Each trial is one MPI job running ``run --mutant NAME`` (see
-:mod:`mpibench.mutants`) on small, uneven shards so that epochs end on short
+:mod:`mpibench.job.mutants`) on small, uneven shards so that epochs end on short
 batches within the first steps. A mutant passes the self-test only if some
 invariant fails ("caught by X at step s"); the self-test exits 0 only if
 every mutant is caught and every control behaves.

@@ -4,7 +4,7 @@ Each figure is stored with a sentence saying how it was measured (``HOW``):
 
 * alpha (s) and beta (s/byte): ping-pong between ranks 0 and 1 through the
   same deadline-bounded buffer calls the strategies use
-  (:class:`mpibench.comm.Comm`), fitted to ``t(n) = alpha + n * beta``; once
+  (:class:`mpibench.sync.comm.Comm`), fitted to ``t(n) = alpha + n * beta``; once
   back to back (for collective benchmarks) and once with both ranks computing
   a local step before each round trip (for training steps);
 * gamma (s/byte): local reduction throughput, ``dst += src`` on float32, once
@@ -306,7 +306,7 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
                                                  "gamma_memory_s_per_byte", "cores", "ranks_on_host",
                                                  "other_load_cores")}
     how["call_overhead_s"] = ("median time of one Allreduce of 1024 float32 on a one-rank communicator "
-                              "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0")
+                              "(MPI.COMM_SELF through mpibench.sync.comm.Comm) on rank 0")
     return Calibration(
         alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
         gamma_memory_s_per_byte=gamma_memory, compute_fixed_s=0.0, compute_per_sample_s=0.0,
@@ -316,7 +316,7 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
 
 
 HOW = {
-    "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.comm.Comm send/recv, other ranks asleep) over "
+    "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.sync.comm.Comm send/recv, other ranks asleep) over "
                + ", ".join(str(s) for s in PING_SIZES_BYTES) + " bytes; median half round trip per size; "
                "the fitted line's value at 0 bytes, the line anchored at the smallest size",
     "beta_s_per_byte": "least-squares slope of the half round trip against "
@@ -331,8 +331,8 @@ HOW = {
                        "batch 8 and 256 on rank 0 with BLAS on one thread; intercept of the line",
     "compute_per_sample_s": "slope of the same line (seconds per sample)",
     "call_overhead_s": "median time of one Allreduce of the model's gradient on a one-rank communicator "
-                       "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0",
-    "loop_overhead_s": f"the worker loop (mpibench.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
+                       "(MPI.COMM_SELF through mpibench.sync.comm.Comm) on rank 0",
+    "loop_overhead_s": f"the worker loop (mpibench.job.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
                        f"{LOOP_STEPS} steps: median step time after {LOOP_WARMUP} less the local step of that "
                        "batch and two collective call overheads",
     "one_rank_step_s": f"per local batch, the median over strategies of one_rank_step_by_strategy_s",

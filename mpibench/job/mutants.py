@@ -301,7 +301,7 @@ def stale_rejoin_patches() -> None:
 def install(mutant: str) -> None:
     """Make this process's runs use ``mutant`` (the hidden ``run --mutant``).
 
-    The runner builds its trainer through ``mpibench.runner.Trainer``; that one
+    The runner builds its trainer through ``mpibench.job.runner.Trainer``; that one
     name is replaced by a subclass carrying the mutant, in this process only.
     """
     from . import runner

@@ -1,8 +1,8 @@
 """Measured step time at p = 1, 2, 4, ... up to the world size, inside one job.
 
 Each point trains on a sub-communicator made of the first p ranks of the job,
-through the ordinary run path (:func:`mpibench.runner.run_scenario`, so the
-same :class:`~mpibench.worker.Trainer` loop, data, shards and seed as any run),
+through the ordinary run path (:func:`mpibench.job.runner.run_scenario`, so the
+same :class:`~mpibench.engine.worker.Trainer` loop, data, shards and seed as any run),
 while the other ranks sleep on a non-blocking barrier. The step times come from
 the trainer's own step records, kept in memory instead of a CSV.
 
