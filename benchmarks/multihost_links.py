@@ -23,7 +23,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from mpibench.job.calibrate import fit_alpha_beta
+from mpibench.job.timing import fit_alpha_beta
 
 PING_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20)
 ALLREDUCE_BYTES = (64 << 10, 1 << 20, 16 << 20)

@@ -35,7 +35,7 @@ from mpibench.job.bench.run import measure_size  # noqa: E402
 from mpibench.cli import size_option  # noqa: E402
 from mpibench.sync.comm import Comm  # noqa: E402
 from mpibench.kernels import NumpyBackend  # noqa: E402
-from mpibench.job.calibrate import cores_available, idle_until_released  # noqa: E402
+from mpibench.job.timing import cores_available, idle_until_released  # noqa: E402
 
 RING_GOAL, PS_GOAL, RING_GOAL_FROM = 0.9, 1.3, 1 << 20
 

@@ -190,7 +190,7 @@ def test_one_rank_rows_carry_no_bandwidth(tmp_path):
 
 @pytest.mark.mpi
 def test_more_ranks_than_cores_is_marked_on_every_row(tmp_path):
-    from mpibench.job.calibrate import cores_available
+    from mpibench.job.timing import cores_available
 
     ranks = cores_available() + 1
     job = run_mpi(ranks, ["bench", "--sizes", "4K", "--iterations", "1", "--rounds", "1", "--warmup", "0",

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpibench.results import compare, costmodel
-from mpibench.job.calibrate import fit_alpha_beta, fit_line
+from mpibench.job.timing import fit_alpha_beta, fit_line
 from mpibench.results.calibration import Calibration
 from mpibench.job.scaling import add_speedups, rank_counts
 

@@ -18,7 +18,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .calibrate import LOOP_WARMUP as WARMUP_STEPS  # the one-rank calibration skips as many
-from .calibrate import blas_one_thread, idle_until_released
+from .timing import blas_one_thread, idle_until_released
 from .hostload import HostLoad
 from .memrecords import MemoryRecords
 

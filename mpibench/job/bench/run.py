@@ -135,7 +135,7 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
 
 def oversubscription(world: MPI.Comm) -> str:
     """A note when this host runs more ranks than it has cores (figures then time-share)."""
-    from mpibench.job.calibrate import cores_available
+    from mpibench.job.timing import cores_available
     from mpibench.base.runinfo import this_host
 
     hosts = world.allgather(this_host())
