@@ -17,5 +17,5 @@ from .emulated import CrossingError
 from .numpy_backend import NumpyBackend
 from .transfer import Transfer, process_transfer
 
-__all__ = ["DEVICES", "Backend", "BackendError", "CrossingError", "DeviceUnavailable", "NumpyBackend", "Transfer",
-           "TransferCounts", "process_transfer", "select_backend", "transfer_counts"]
+__all__ = ["DEVICES", "Backend", "BackendError", "CrossingError", "DeviceUnavailable", "NumpyBackend",
+           "Transfer", "TransferCounts", "process_transfer", "select_backend", "transfer_counts"]

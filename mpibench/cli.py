@@ -3,6 +3,10 @@
 Exit status: 0 when every invariant held, 1 when one was violated or a run
 could not go on, 2 for bad usage or bad input (one line, no traceback), 3 when
 the checker cannot judge the run (history missing or incomplete).
+
+Longer than the other modules: one thin click command per subcommand, each only
+parsing options and handing over to the layer below, kept together so that the
+whole command line reads in one file.
 """
 from __future__ import annotations
 

@@ -190,7 +190,8 @@ def test_function_level_and_relative_imports_are_read(tmp_path):
     (tmp_path / "p/low/a.py").write_text("def f():\n    from ..mid import g\n    from . import b\n")
     (tmp_path / "p/low/b.py").write_text("")
     files = {"p": tmp_path / "p/__init__.py", "p.low": tmp_path / "p/low/__init__.py",
-             "p.mid": tmp_path / "p/mid.py", "p.low.a": tmp_path / "p/low/a.py", "p.low.b": tmp_path / "p/low/b.py"}
+             "p.mid": tmp_path / "p/mid.py", "p.low.a": tmp_path / "p/low/a.py",
+             "p.low.b": tmp_path / "p/low/b.py"}
     toy = import_graph(files)
     assert toy["p.low.a"] == {"p.mid", "p.low.b"}
     assert upward_imports(toy, TOY_LAYERS, {}) == ["p.low.a (low) imports p.mid (mid)"]
