@@ -9,6 +9,8 @@ late. ARCHITECTURE.md describes the same layers in the same order.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,6 +162,13 @@ def test_checker_imports_nothing_of_production(graph):
     outside = {(src, dst) for src, targets in graph.items() if src.startswith("mpibench.check")
                for dst in targets if not dst.startswith("mpibench.check")}
     assert outside == set()
+
+
+def test_drivers_never_load_mpi():
+    """The drivers run outside MPI: importing all of them leaves MPI unloaded."""
+    drivers = sorted(name for name in module_files() if name.startswith("mpibench.drive."))
+    code = f"import sys\nfor m in {drivers!r}: __import__(m)\nsys.exit('mpi4py.MPI' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
 
 
 # The rules themselves, on small made-up graphs, so that a broken walker cannot pass.

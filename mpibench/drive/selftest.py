@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
 from .launch import kill_all
-from mpibench.job.mutants import MUTANTS
+from mpibench.job.mutant_catalogue import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 # Mutants that live in the ring: they and their honest controls run under it.

@@ -35,12 +35,11 @@ stale parameters.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from mpibench.sync.base import Reduction
 
+from .mutant_catalogue import MUTANTS
 from .recovery_mutants import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_patches
 
 
@@ -165,33 +164,6 @@ def bounds_only_ring():
 MIXINS = {"unweighted": UnweightedMixin, "numerator-only": NumeratorOnlyMixin,
           "variance-within": VarianceWithinMixin}
 RINGS = {"offset-blind": offset_blind_ring, "bounds-only": bounds_only_ring}
-
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    mistake: str
-    weighting: bool = False  # only visible when batch sizes differ
-    needs_faults: bool = False
-
-
-MUTANTS = {m.name: m for m in [
-    Mutant("unweighted", "plain mean of per-worker mean gradients", weighting=True),
-    Mutant("numerator-only", "count-weighted sums divided by replicas x nominal batch", weighting=True),
-    Mutant("variance-within", "loss variance without the between-worker term"),
-    Mutant("offset-blind", "ring segments concatenated in arrival order"),
-    Mutant("bounds-only", "overlapping ring pieces written, only bounds checked"),
-    Mutant("dead-leak", "a dead rank's partial sum left in the redone step", needs_faults=True),
-    Mutant("stale-rejoin", "a respawned or healed rank rejoins with stale parameters", needs_faults=True),
-    Mutant("double-apply", "a redone step applied on top of the aborted one", needs_faults=True),
-    Mutant("resume-epoch-start", "a replacement resumes at the start of its epoch", needs_faults=True),
-    Mutant("shard-swap", "survivors walk the shard of their new rank after a shrink", needs_faults=True),
-    Mutant("drop-tail", "the short last batch of an epoch is skipped"),
-    Mutant("no-reshuffle", "every epoch walks epoch 0's order"),
-    Mutant("keep-aborted", "a retry keeps the aborted attempt's update", needs_faults=True),
-    Mutant("minority-commit", "a cut-off minority commits the step on its own", needs_faults=True),
-    Mutant("skip-member", "a live worker's batch is consumed but left out of the reduction"),
-]}
 
 
 def strategy_factory(mutant: str, batch_size: int):
