@@ -27,9 +27,9 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from mpibench.results.calibration import Calibration
 from mpibench.sync.comm import Comm
 
-from mpibench.results.calibration import Calibration
 from .hostload import HostLoad
 from .timing import blas_one_thread, cores_available, fit_alpha_beta, fit_line, idle_until_released
 
@@ -155,8 +155,9 @@ LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 12, 2  # the scaling plan's steps and w
 LOOP_REPEATS = 3
 
 
-def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS) -> float:
-    """Step time of the real worker loop on MPI.COMM_SELF at local batch ``batch``.
+def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS) -> float:
+    """Step time of the real worker loop (``run``, the runner's ``run_scenario``) on
+    MPI.COMM_SELF at local batch ``batch``.
 
     Exactly what a scaling point at p = 1 times: the same loop, strategy, steps
     and warm-up (the step timer covers compute, the sync with pack and apply,
@@ -167,7 +168,6 @@ def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: in
     from dataclasses import replace
 
     from mpibench.kernels import NumpyBackend
-    from .runner import run_scenario
 
     from .memrecords import MemoryRecords
 
@@ -176,41 +176,41 @@ def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: in
     medians = []
     for _ in range(repeats):
         records = MemoryRecords()
-        run_scenario(loop, MPI.COMM_SELF, records, NumpyBackend())
+        run(loop, MPI.COMM_SELF, records, NumpyBackend())
         medians.append(float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]])))
     return float(np.median(medians))
 
 
-def loop_overhead_s(config, call_s: float) -> float:
+def loop_overhead_s(run, config, call_s: float) -> float:
     """The worker loop's own per-step cost (bookkeeping, marks, records) on one rank:
     the loop's step time at a tiny batch less the local work of that batch and the
     two collective calls (gradient, loss statistics)."""
-    return max(one_rank_step_s(config, LOOP_BATCH) - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
+    return max(one_rank_step_s(run, config, LOOP_BATCH) - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
 
 
-def one_rank_table(config, batches, strategies) -> tuple[dict, dict]:
+def one_rank_table(run, config, batches, strategies) -> tuple[dict, dict]:
     """(``"batch"`` -> median over strategies, ``"strategy:batch"`` -> one-rank step time)."""
     by_batch, by_strategy = {}, {}
     for b in sorted(set(batches)):
-        per = {name: one_rank_step_s(config, b, name) for name in (strategies or [config.strategy])}
+        per = {name: one_rank_step_s(run, config, b, name) for name in (strategies or [config.strategy])}
         by_strategy.update({f"{name}:{b}": t for name, t in per.items()})
         by_batch[str(b)] = float(np.median(list(per.values())))
     return by_batch, by_strategy
 
 
-def local_figures(config, batches=(), strategies=()) -> tuple:
+def local_figures(run, config, batches=(), strategies=()) -> tuple:
     """gamma (cache, memory), compute (fixed, per sample), call and loop overheads, and
     the one-rank step time at each of ``batches`` under each of ``strategies``, on this rank."""
     overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
     with blas_one_thread():
         fixed, per_sample = compute_fit(config)
-        loop = loop_overhead_s(config, overhead)
-        one_rank = one_rank_table(config, batches, strategies)
+        loop = loop_overhead_s(run, config, overhead)
+        one_rank = one_rank_table(run, config, batches, strategies)
     return (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
             fixed, per_sample, overhead, loop, one_rank)
 
 
-def calibrate(world: MPI.Comm, config, batches=(), strategies=()) -> Calibration:
+def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibration:
     """Measure every figure (collective: every rank of ``world`` calls it).
 
     ``batches``: the local batch sizes the model will be asked about; the worker
@@ -222,7 +222,7 @@ def calibrate(world: MPI.Comm, config, batches=(), strategies=()) -> Calibration
     pings = ping_pong(world)
     with blas_one_thread():
         step_pings = ping_pong(world, local_step(config, config.batch_size))
-    local = local_figures(config, batches, strategies) if world.Get_rank() == 0 else None
+    local = local_figures(run, config, batches, strategies) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
     gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, (one_rank, by_strategy) = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
