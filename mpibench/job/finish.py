@@ -1,4 +1,4 @@
-"""The results layer's part of the main job: calibrate first, measure and report last.
+"""The job's own measurements around its runs: calibrate first, measure and report last.
 
 ``start`` runs before the scenarios (so the calibration sees a quiet job);
 ``finish`` runs after them and the benchmarks: it measures scaling, adds the
