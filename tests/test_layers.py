@@ -30,10 +30,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("kernels", ("mpibench.kernels",)),
     ("fault plans", ("mpibench.faults",)),
     ("sync", ("mpibench.sync",)),
+    ("results", ("mpibench.results",)),  # offline: below the engine, so it cannot run training
     ("fault injection", ("mpibench.faults.wrapper", "mpibench.faults.ulfm")),
     ("engine", ("mpibench.engine",)),
     ("recovery", ("mpibench.faults.recovery", "mpibench.faults.respawn")),
-    ("results", ("mpibench.results",)),
     ("job", ("mpibench.job",)),
     ("drive", ("mpibench.drive", "mpibench.testbed")),
     ("cli", ("mpibench", "mpibench.cli", "mpibench.__main__")),
