@@ -5,7 +5,7 @@ run it measures, for the link inside a host (ranks 0 and 1: shared memory) and
 the link between hosts (ranks 0 and ``ranks_per_host``: TCP over the bridge):
 
 * ping-pong half round trips at 8 B .. 4 MiB (median over ``rounds``, argv[2]), fitted to ``t = alpha + n beta``
-  with the project's own fit (:func:`mpibench.results.calibrate.fit_alpha_beta`);
+  with the project's own fit (:func:`mpibench.job.calibrate.fit_alpha_beta`);
 * blocking ``MPI_Allreduce`` (float32 sum) over a 2-rank communicator on each
   link, as bus bandwidth (busbw = algbw x 2(p-1)/p, which is algbw at p = 2).
 
@@ -23,7 +23,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from mpibench.results.calibrate import fit_alpha_beta
+from mpibench.job.timing import fit_alpha_beta
 
 PING_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20)
 ALLREDUCE_BYTES = (64 << 10, 1 << 20, 16 << 20)

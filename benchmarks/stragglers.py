@@ -48,11 +48,11 @@ def parse(argv=None):
 
 def train(args, mode: str, world) -> list[float]:
     """Seconds per step (steps 2.. only: the first ones warm up), on every rank."""
-    from mpibench.config import RunConfig
+    from mpibench.base.config import RunConfig
     from mpibench.faults.schedule import Delay, Schedule
     from mpibench.kernels import select_backend
-    from mpibench.records import RunRecords
-    from mpibench.runner import build_trainer, recoverable_dup, train_and_finish
+    from mpibench.base.records import RunRecords
+    from mpibench.job.runner import build_trainer, recoverable_dup, train_and_finish
 
     n = world.Get_size()
     late = tuple(range(1, args.steps))
@@ -82,7 +82,7 @@ def train(args, mode: str, world) -> list[float]:
     summary, comm = train_and_finish(trainer)
     if summary.violations or summary.error:
         raise SystemExit(f"{mode}: {summary.violations} violation(s), {summary.error}")
-    from mpibench.runner import free_comm
+    from mpibench.job.runner import free_comm
 
     free_comm(comm)
     return times[2:]

@@ -7,7 +7,7 @@ One job measures every rank count in ``--ranks`` (up to the job's size) on a
 sub-communicator of the first p ranks while the others sleep. At each size
 the candidates (blocking ``Comm.Allreduce`` from mpi4py, the C loop of
 ``MPI_Allreduce`` when it builds, and every registered strategy) run in
-interleaved rounds (``mpibench.bench.rounds``); every ratio printed is the
+interleaved rounds (``mpibench.job.bench.rounds``); every ratio printed is the
 **median over rounds of the per-round ratio**, so both halves of a ratio saw
 the same machine load. Columns, per strategy: ``x blk`` = its busbw over the
 blocking call's (= blocking time / its time; > 1 is faster); then
@@ -27,15 +27,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from mpibench.bench import BenchPlan, human_bytes  # noqa: E402
-from mpibench.bench import cfloor  # noqa: E402
-from mpibench.bench.plan import registered  # noqa: E402
-from mpibench.bench.rounds import ratio_to  # noqa: E402
-from mpibench.bench.run import measure_size  # noqa: E402
+from mpibench.job.bench import BenchPlan, human_bytes  # noqa: E402
+from mpibench.job.bench import cfloor  # noqa: E402
+from mpibench.job.bench.plan import registered  # noqa: E402
+from mpibench.job.bench.rounds import ratio_to  # noqa: E402
+from mpibench.job.bench.run import measure_size  # noqa: E402
 from mpibench.cli import size_option  # noqa: E402
-from mpibench.comm import Comm  # noqa: E402
+from mpibench.sync.comm import Comm  # noqa: E402
 from mpibench.kernels import NumpyBackend  # noqa: E402
-from mpibench.results.calibrate import cores_available, idle_until_released  # noqa: E402
+from mpibench.job.timing import cores_available, idle_until_released  # noqa: E402
 
 RING_GOAL, PS_GOAL, RING_GOAL_FROM = 0.9, 1.3, 1 << 20
 

@@ -6,8 +6,8 @@ policy (ULFM shrink or respawn, partition views, straggler drops) decides what
 the survivors do. Algorithms never read the schedule: they only see the
 communicator's errors.
 """
+from .load import load_schedule
 from .random_schedule import random_schedule
-from .schedule import Delay, Kill, Partition, Schedule, load_schedule, validate
-from .wrapper import wrap
+from .schedule import Delay, Kill, Partition, Schedule, validate
 
-__all__ = ["Delay", "Kill", "Partition", "Schedule", "load_schedule", "random_schedule", "validate", "wrap"]
+__all__ = ["Delay", "Kill", "Partition", "Schedule", "load_schedule", "random_schedule", "validate"]

@@ -7,7 +7,7 @@ first differ between runs and go to the job's log (stdout) instead.
 """
 from __future__ import annotations
 
-from mpibench.records import ranks_text
+from mpibench.base.records import ranks_text
 
 
 class FaultLog:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 
-from mpibench.watchdog import StepWatchdog, budget_for
+from mpibench.engine.watchdog import StepWatchdog, budget_for
 
 DETECTOR_VARIABLE = "OMPI_MCA_mpi_ft_detector"
 TRUE_VALUES = ("1", "true", "yes", "on", "enabled")

@@ -9,7 +9,7 @@ inside a partition window, so every schedule drawn here passes
 """
 from __future__ import annotations
 
-from mpibench import seeds
+from mpibench.base import seeds
 
 from .schedule import PHASES, Delay, Kill, Partition, Schedule, validate
 

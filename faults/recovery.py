@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 from mpi4py import MPI
 
-from mpibench.comm import translate
-from mpibench.worker import Recovery, digest
+from mpibench.sync.comm import translate
+from mpibench.engine.worker import Recovery, digest
 
 from . import quorum, sides, straggler, ulfm
 from .fault_log import FaultLog

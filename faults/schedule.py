@@ -115,11 +115,6 @@ class Schedule:
         opts = "".join(f" {k}={v}" for k, v in self.options)
         return f"{self.name} (n={self.world_size}): {body}{opts}"
 
-    def to_toml(self) -> str:
-        from .toml_io import dump
-
-        return dump(self)
-
     def killed_by(self, step: int) -> set[int]:
         """Workers whose kill is scheduled at or before ``step``."""
         return {k.rank for k in self.kills if k.step <= step}
@@ -240,20 +235,3 @@ def _check_partitions(schedule: Schedule) -> None:
         for d in schedule.delays:
             if any(p.active(s) for s in d.steps):
                 raise ValueError(f"{d.text()}: delays during {p.text()} are not supported")
-
-
-def load_schedule(name_or_path: str, world_size: int, seed: int = 0) -> Schedule:
-    """A named scenario or a TOML file, validated for ``world_size``; ValueError if not valid.
-
-    ``seed`` is accepted so seeded scenarios can be added without changing callers;
-    the named scenarios and TOML files are fixed.
-    """
-    from .scenarios import SCENARIOS, build
-    from .toml_io import load_file
-
-    if name_or_path in SCENARIOS:
-        return validate(build(name_or_path, world_size))
-    if name_or_path.endswith(".toml"):
-        return validate(load_file(name_or_path, world_size))
-    raise ValueError(f"unknown scenario {name_or_path!r} (see 'python -m mpibench scenarios', "
-                     "or give a .toml schedule file)")

@@ -8,7 +8,7 @@ whoever that is: worker 0 may be on either side.
 """
 from __future__ import annotations
 
-from mpibench.worker import digest
+from mpibench.engine.worker import digest
 
 
 def components(members, reach: dict[int, set[int]]) -> list[set[int]]:

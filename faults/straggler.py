@@ -1,7 +1,7 @@
 """Dropping a straggler without waiting for it: the on-time workers agree among themselves.
 
 With ``--straggler-deadline D`` the data plane gives up on a silent peer after
-D seconds (:class:`~mpibench.comm.PeerLate`). The step must then commit among
+D seconds (:class:`~mpibench.sync.comm.PeerLate`). The step must then commit among
 the workers that are on time, and the control communicator cannot be used
 for that: its agreement needs every member, the straggler included. So:
 
@@ -39,7 +39,7 @@ import time
 
 from mpi4py import MPI
 
-from mpibench.comm import PeerLate
+from mpibench.sync.comm import PeerLate
 
 from . import ulfm
 

@@ -13,7 +13,7 @@ import os
 
 from mpi4py import MPI
 
-from mpibench.comm import FAILURE_CLASSES
+from mpibench.sync.comm import FAILURE_CLASSES
 
 MAX_AGREE_TRIES = 64
 

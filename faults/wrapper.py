@@ -7,10 +7,10 @@ process (SIGKILL of its own pid) at the scheduled phase, sleeps where a delay
 is scheduled, and answers whether a peer is reachable under the partition of
 the current step.
 
-:class:`FaultComm` is a :class:`~mpibench.comm.Comm` whose data-plane calls
+:class:`FaultComm` is a :class:`~mpibench.sync.comm.Comm` whose data-plane calls
 (``sendrecv/send/recv/isend/irecv`` and the collectives) go through the
 injector first: a message across the cut raises
-:class:`~mpibench.comm.PeerUnreachable`, a send counts towards a
+:class:`~mpibench.sync.comm.PeerUnreachable`, a send counts towards a
 mid-reduction kill, a ``send`` delay sleeps before the first send of a step.
 The control plane (agreement, evidence gathering) uses the raw MPI
 communicator and is never cut. Strategies see only the communicator.
@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Sequence
 
-from mpibench.comm import Comm, PeerLate, PeerUnreachable
+from mpibench.sync.comm import Comm, PeerLate, PeerUnreachable
 
 from .schedule import Schedule
 
@@ -195,12 +195,3 @@ class FaultComm(Comm):
         self.injector.before_send()
         super()._collective(call, *args)
         self.injector.sent()
-
-
-def wrap(comm: Comm, schedule: Schedule, injector: Injector | None = None) -> Comm:
-    """The communicator the strategies should use under ``schedule``."""
-    if not schedule.events:
-        return comm
-    if injector is None:
-        injector = Injector(schedule, comm.worker_id)
-    return FaultComm(comm.mpi, comm.worker_ids, comm.deadline_s, injector)

@@ -11,11 +11,11 @@ small runtime: CuPy's on a GPU, or the strict emulated device
 (:mod:`.emulated`, ``--device emulated``) on which CI runs the device path and
 every implicit host/device crossing raises.
 """
-from .backend import DEVICES, Backend, DeviceUnavailable, select_backend
+from .backend import DEVICES, Backend, BackendError, DeviceUnavailable, select_backend
 from .counts import TransferCounts, transfer_counts
 from .emulated import CrossingError
 from .numpy_backend import NumpyBackend
 from .transfer import Transfer, process_transfer
 
-__all__ = ["DEVICES", "Backend", "CrossingError", "DeviceUnavailable", "NumpyBackend", "Transfer",
-           "TransferCounts", "process_transfer", "select_backend", "transfer_counts"]
+__all__ = ["DEVICES", "Backend", "BackendError", "CrossingError", "DeviceUnavailable", "NumpyBackend",
+           "Transfer", "TransferCounts", "process_transfer", "select_backend", "transfer_counts"]

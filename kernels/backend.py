@@ -5,12 +5,15 @@ from typing import Protocol
 
 import numpy as np
 
-from mpibench.config import UsageError
-
 DEVICES = ("cpu", "gpu", "auto", "emulated")
 
 
-class DeviceUnavailable(UsageError, RuntimeError):
+class BackendError(ValueError):
+    """A device that cannot be chosen. The kernels know nothing of the command line:
+    the job layer that asked for the device reports this as bad usage (exit 2)."""
+
+
+class DeviceUnavailable(BackendError, RuntimeError):
     """``--device gpu`` where no GPU can be used: bad usage, reported in one line."""
 
 
@@ -66,7 +69,7 @@ def select_backend(device: str = "cpu") -> Backend:
     from .numpy_backend import NumpyBackend
 
     if device not in DEVICES:
-        raise UsageError(f"unknown device {device!r} (cpu, gpu, auto or emulated)")
+        raise BackendError(f"unknown device {device!r} (cpu, gpu, auto or emulated)")
     if device == "emulated":
         from .device_backend import DeviceBackend
         from .emulated import process_runtime

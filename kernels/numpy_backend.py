@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpibench.aggregate import mean_from_totals
+from mpibench.base.aggregate import mean_from_totals
 
 from .transfer import process_transfer
 

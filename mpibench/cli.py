@@ -3,6 +3,10 @@
 Exit status: 0 when every invariant held, 1 when one was violated or a run
 could not go on, 2 for bad usage or bad input (one line, no traceback), 3 when
 the checker cannot judge the run (history missing or incomplete).
+
+Longer than the other modules: one thin click command per subcommand, each only
+parsing options and handing over to the layer below, kept together so that the
+whole command line reads in one file.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import traceback
 
 import click
 
-from .config import RunConfig, UsageError
+from mpibench.base.config import RunConfig, UsageError
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 
@@ -41,7 +45,7 @@ def abort_job(exc: BaseException) -> None:
     """An unhandled exception on any rank ends the whole job with a message."""
     from mpi4py import MPI
 
-    from .runinfo import this_host
+    from mpibench.base.runinfo import this_host
 
     prefix = f"[{MPI.COMM_WORLD.Get_rank()}@{this_host()}]"
     sys.stderr.write(f"{prefix} unhandled error, aborting the job:\n")
@@ -103,7 +107,7 @@ def run_options(func):
 
 
 def out_options(what: str) -> list:
-    """``--out`` and ``--force``: see :mod:`mpibench.outdir` for the policy."""
+    """``--out`` and ``--force``: see :mod:`mpibench.job.outdir` for the policy."""
     return [
         click.option("--out", type=click.Path(file_okay=False), default=None,
                      help=f"output folder for {what} [default: a fresh "
@@ -125,7 +129,7 @@ def _with_options(options):
 
 def out_request(kw: dict, kind: str, seed: int):
     """The validated output request; refuses a folder that holds results (exit 2) before any write."""
-    from .outdir import OutDirError, OutRequest
+    from mpibench.job.outdir import OutDirError, OutRequest
 
     request = OutRequest(kw.pop("out", None), kw.pop("force", False), kind, seed)
     try:
@@ -185,7 +189,7 @@ def main(ctx, **kw):
         return
     config = config_from("native", "none", **kw)
     request = out_request(kw, "main", config.seed)
-    from .suite import main_job
+    from mpibench.job.suite import main_job
 
     sys.exit(_guarded(lambda: main_job(config, request)))
 
@@ -196,14 +200,14 @@ def main(ctx, **kw):
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")
 @click.option("--mutant", default=None, hidden=True,
-              help="self-test only: run a known-bad reduction (see mpibench.mutants)")
+              help="self-test only: run a known-bad reduction (see mpibench.job.mutants)")
 @run_options
 def run(strategy, scenario, mutant, **kw):
     """One scenario under one strategy (under mpirun)."""
-    from .suite import single_run
+    from mpibench.job.suite import single_run
 
     if mutant is not None:
-        from .mutants import install
+        from mpibench.job.mutants import install
 
         try:
             install(mutant)
@@ -255,8 +259,8 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     nccl-tests; at p=1 nothing travels and no bandwidth is given. Exit 1 if
     any reduction was wrong, 3 if --c-baseline on could not be built.
     """
-    from .bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
-    from .bench.plan import validate
+    from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
+    from mpibench.job.bench.plan import validate
 
     if min_bytes is not None or max_bytes is not None:
         if sizes is not None or min_bytes is None or max_bytes is None:
@@ -321,9 +325,9 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     violations and the exact command that replays it. Exit 0 when every case
     held every invariant, 1 otherwise.
     """
-    from .launch import LaunchError, preflight, stop_on_sigterm
-    from .outdir import OutDirError, resolve
-    from .sweep import parse_list, sweep_command
+    from mpibench.drive.launch import LaunchError, preflight, stop_on_sigterm
+    from mpibench.job.outdir import OutDirError, resolve
+    from mpibench.drive.sweep import parse_list, sweep_command
 
     if seeds < 1 or steps < 1 or jobs < 1 or first_seed < 0 or shrink_runs < 0:
         raise UsageError("--seeds, --steps and --jobs must be positive, --first-seed and --shrink-runs "
@@ -374,8 +378,8 @@ def selftest(jobs, out, mpiexec, strategy):
     """
     from pathlib import Path
 
-    from .launch import LaunchError, launcher_argv, preflight
-    from .selftest import WORKERS, run_selftest
+    from mpibench.drive.launch import LaunchError, launcher_argv, preflight
+    from mpibench.drive.selftest import WORKERS, run_selftest
 
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -465,7 +469,7 @@ def shared_out(request) -> str:
     """The request resolved once for the whole job (rank 0 creates the folder, the others learn it)."""
     from mpi4py import MPI
 
-    from .outdir import resolve_on
+    from mpibench.job.outdir import resolve_on
 
     return resolve_on(MPI.COMM_WORLD, request, UsageError)[0]
 

@@ -63,7 +63,7 @@ def ratio_chart(view: pd.DataFrame) -> str:
 
 def section_html(bench: pd.DataFrame | None) -> str:
     """Chart and table, or an empty string when the run has no p >= 2 rows with ratios."""
-    from mpibench.bench.rows import human_bytes
+    from mpibench.base.units import human_bytes
 
     view = vs_blocking_frame(bench)
     if view.empty:

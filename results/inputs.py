@@ -1,6 +1,6 @@
 """The files a report is built from, read once and checked for belonging to one run.
 
-A folder holds one run (see :mod:`mpibench.outdir`); the report still checks
+A folder holds one run (see :mod:`mpibench.job.outdir`); the report still checks
 that ``run.json`` and the CSVs tell the same story (plan, rank count) and says
 so on the page when they do not. A folder without any result file, or with a
 file that cannot be read as what its name says, is a ReportInputError: the

@@ -18,7 +18,7 @@ import os
 
 import pandas as pd
 
-from mpibench.config import UsageError
+from mpibench.base.config import UsageError
 
 KEYS = ["strategy", "ranks", "bytes", "dtype", "in_place"]
 DEFAULTS = {"dtype": "float32", "in_place": ""}
@@ -98,7 +98,7 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, threshold: float) -> pd.DataF
 
 
 def table_lines(table: pd.DataFrame, only_a: list, only_b: list) -> list[str]:
-    from mpibench.bench.rows import human_bytes
+    from mpibench.base.units import human_bytes
 
     lines = [f"{'strategy':<12} {'p':>3} {'size':>10} {'dtype':<8} {'A us':>10} {'B us':>10} "
              f"{'B/A':>6}  verdict"]

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mpibench.config import RunConfig
-from mpibench.data import Cursor, ShardWalker, make_dataset, make_shards
-from mpibench.model import MLP, Shapes, init_params
+from mpibench.base.config import RunConfig
+from mpibench.engine.data import Cursor, ShardWalker, make_dataset, make_shards
+from mpibench.engine.model import MLP, Shapes, init_params
 
 
 def digest(params) -> str:

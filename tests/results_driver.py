@@ -10,11 +10,11 @@ import sys
 
 from mpi4py import MPI
 
-from mpibench import runinfo
-from mpibench.config import RunConfig
+from mpibench.base import runinfo
+from mpibench.base.config import RunConfig
 from mpibench.kernels import select_backend
-from mpibench.results import job
-from mpibench.results.scaling import ScalingPlan
+from mpibench.job import finish as job
+from mpibench.job.scaling import ScalingPlan
 
 PLAN = ScalingPlan(features=8, hidden=16, classes=3, samples=600, weak_batch=16, strong_batch=48, steps=6)
 

@@ -15,8 +15,8 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from mpibench import seeds
-from mpibench.comm import Comm
+from mpibench.base import seeds
+from mpibench.sync.comm import Comm
 from mpibench.kernels import NumpyBackend
 from mpibench.sync import make_strategy
 

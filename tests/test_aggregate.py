@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpibench.aggregate import (check_pieces, mean_from_totals, place_pieces, pooled_variance,
+from mpibench.base.aggregate import (check_pieces, mean_from_totals, place_pieces, pooled_variance,
                                 reassemble, weighted_mean)
 
 big_ints = st.integers(min_value=-(10**30), max_value=10**30)

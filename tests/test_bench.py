@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpibench.bench import BenchPlan, Expected, bench_row, human_bytes, split_names, sweep_sizes, validate
-from mpibench.bench.plan import registered
-from mpibench.bench.rounds import RoundTimes, ratio_to, spread
-from mpibench.bench.rows import NO_COMMUNICATION, summary_lines
-from mpibench.config import UsageError
-from mpibench.records import BENCH_COLUMNS
+from mpibench.job.bench import BenchPlan, Expected, bench_row, human_bytes, split_names, sweep_sizes, validate
+from mpibench.job.bench.plan import registered
+from mpibench.job.bench.rounds import RoundTimes, ratio_to, spread
+from mpibench.job.bench.rows import NO_COMMUNICATION, summary_lines
+from mpibench.base.config import UsageError
+from mpibench.base.records import BENCH_COLUMNS
 from mpirun import mpirun_command, run_cli, run_command, run_mpi
 
 HERE = Path(__file__).parent
@@ -190,7 +190,7 @@ def test_one_rank_rows_carry_no_bandwidth(tmp_path):
 
 @pytest.mark.mpi
 def test_more_ranks_than_cores_is_marked_on_every_row(tmp_path):
-    from mpibench.results.calibrate import cores_available
+    from mpibench.job.timing import cores_available
 
     ranks = cores_available() + 1
     job = run_mpi(ranks, ["bench", "--sizes", "4K", "--iterations", "1", "--rounds", "1", "--warmup", "0",
@@ -226,7 +226,7 @@ def test_c_baseline_on_that_cannot_build_could_not_run(tmp_path, monkeypatch):
 
 
 def test_c_floor_builds_once_into_the_cache(tmp_path, monkeypatch):
-    from mpibench.bench import cfloor
+    from mpibench.job.bench import cfloor
 
     monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path))
     mpicc = cfloor.find_mpicc()

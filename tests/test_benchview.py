@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mpibench.bench.rows import bench_row, modelled_row
-from mpibench.records import BENCH_COLUMNS
+from mpibench.job.bench.rows import bench_row, modelled_row
+from mpibench.base.records import BENCH_COLUMNS
 from mpibench.results.benchview import section_html, vs_blocking_frame
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mpibench import data, model
+from mpibench.engine import data, model
 from mpibench.check import seeding
 
 

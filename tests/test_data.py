@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpibench.data import Cursor, ShardWalker, make_dataset, make_shards, shard_sizes
+from mpibench.engine.data import Cursor, ShardWalker, make_dataset, make_shards, shard_sizes
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7])

@@ -120,7 +120,7 @@ def test_the_parameter_server_step_runs_on_the_device_path():
     """PS on one rank: the server's slice is uploaded and the pulled buffer downloaded (no crossing)."""
     from mpi4py import MPI
 
-    from mpibench.comm import Comm
+    from mpibench.sync.comm import Comm
     from mpibench.kernels import NumpyBackend
     from mpibench.sync import make_strategy
 

@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpibench.config import RunConfig
-from mpibench.continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
-from mpibench.data import Cursor, ShardWalker, make_shards
+from mpibench.base.config import RunConfig
+from mpibench.job.continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
+from mpibench.engine.data import Cursor, ShardWalker, make_shards
 
 FAULTS = Path(__file__).resolve().parent.parent / "faults"
-JOB_LAYER = {"mpibench.runner", "mpibench.suite", "mpibench.cli", "mpibench.continuation"}
+JOB_LAYER = {"mpibench.job.runner", "mpibench.job.suite", "mpibench.cli", "mpibench.job.continuation"}
 
 
 @pytest.mark.parametrize("module", sorted(p.name for p in FAULTS.glob("*.py")))

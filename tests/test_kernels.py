@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mpibench.config import UsageError
-from mpibench.kernels import DeviceUnavailable, NumpyBackend, select_backend
+from mpibench.base.config import UsageError
+from mpibench.kernels import BackendError, DeviceUnavailable, NumpyBackend, select_backend
 from mpibench.kernels import transfer as tr
 from mpibench.kernels.cupy_backend import gpu_available
 
@@ -182,9 +182,10 @@ def test_cpu_is_numpy_on_the_host_path():
     assert b.name == "numpy" and b.info["transfer"] == "host" and b.info["fallback"] is None
 
 
-def test_unknown_device_is_a_usage_error():
-    with pytest.raises(UsageError, match="unknown device"):
+def test_unknown_device_is_the_kernels_own_error():
+    with pytest.raises(BackendError, match="unknown device") as err:
         select_backend("tpu")
+    assert not isinstance(err.value, UsageError)  # the job layer turns it into bad usage
 
 
 @needs_no_gpu
@@ -263,7 +264,7 @@ def test_comm_moves_buffers_of_either_back_end(name, path):
     """Point to point to itself, allreduce and bcast on COMM_SELF, through the policy."""
     from mpi4py import MPI
 
-    from mpibench.comm import Comm
+    from mpibench.sync.comm import Comm
 
     if name == "cupy" and path not in device_paths():
         pytest.skip("the MPI library is not CUDA-aware")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench import launch
+from mpibench.drive import launch
 from mpirun import run_command
 
 
@@ -60,7 +60,7 @@ def test_drivers_that_cannot_launch_say_could_not_run_with_exit_3(tmp_path, comm
 def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path):
     import io
 
-    from mpibench.selftest import run_selftest
+    from mpibench.drive.selftest import run_selftest
 
     stream = io.StringIO()
     code = run_selftest(tmp_path, ["false"], jobs=1, stream=stream, only={"honest/native", "unweighted"})

@@ -2,7 +2,7 @@
 from hypothesis import given, settings, strategies as st
 
 from mpibench.faults import Delay, Kill, Partition, Schedule, random_schedule, validate
-from mpibench.minimise import Candidate, is_valid, shrink, simpler
+from mpibench.drive.minimise import Candidate, is_valid, shrink, simpler
 
 
 def kills_rank_at_most(step):

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from mpibench.data import make_dataset
-from mpibench.model import MLP, Shapes, init_params, layer_views
+from mpibench.engine.data import make_dataset
+from mpibench.engine.model import MLP, Shapes, init_params, layer_views
 from mpibench.check.reference import reference_step
 
 

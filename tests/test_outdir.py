@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench.outdir import OutDirError, OutRequest, fresh_name, resolve, results_in
+from mpibench.job.outdir import OutDirError, OutRequest, fresh_name, resolve, results_in
 from mpirun import mpirun_command, run_command
 from test_bad_input import snapshot
 

@@ -3,7 +3,7 @@ import csv
 
 import pytest
 
-from mpibench.records import RunRecords
+from mpibench.base.records import RunRecords
 
 
 def rows(path):

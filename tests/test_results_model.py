@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpibench.results import compare, costmodel
-from mpibench.results.calibrate import fit_alpha_beta, fit_line
+from mpibench.job.timing import fit_alpha_beta, fit_line
 from mpibench.results.calibration import Calibration
-from mpibench.results.scaling import add_speedups, rank_counts
+from mpibench.job.scaling import add_speedups, rank_counts
 
 from test_results_report import calibration
 
@@ -186,7 +186,7 @@ def test_host_load_is_measured_not_guessed():
 
     from mpi4py import MPI
 
-    from mpibench.results.hostload import HostLoad, host_busy_s
+    from mpibench.job.hostload import HostLoad, host_busy_s
 
     before = host_busy_s()
     assert before is not None and before > 0  # Linux /proc/stat

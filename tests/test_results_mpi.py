@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mpibench.records import BENCH_COLUMNS
+from mpibench.base.records import BENCH_COLUMNS
 
 from mpirun import mpirun_command, run_command
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mpibench.records import BENCH_COLUMNS, FAULT_COLUMNS, INVARIANT_COLUMNS, STEP_COLUMNS, SWEEP_COLUMNS
+from mpibench.base.records import BENCH_COLUMNS, FAULT_COLUMNS, INVARIANT_COLUMNS, STEP_COLUMNS, SWEEP_COLUMNS
 from mpibench.results import report
 from mpibench.results.calibration import Calibration
-from mpibench.results.scaling import SCALING_COLUMNS
+from mpibench.job.scaling import SCALING_COLUMNS
 
 from mpirun import run_cli
 
@@ -105,7 +105,7 @@ def write_run_dir(out: Path, *, with_sweep=True, with_bench=True, with_scaling=T
                                  "step_time_p90_s": t * 1.1 if tag == "measured" else "", "sync_time_s": t / 4,
                                  "speedup": None, "efficiency": None, "other_load_cores": 0.1 if tag == "measured" else "",
                                  "violations": 0 if tag == "measured" else "", "tag": tag, "assumptions": ""})
-        from mpibench.results.scaling import add_speedups
+        from mpibench.job.scaling import add_speedups
         pd.DataFrame(add_speedups(rows), columns=SCALING_COLUMNS).to_csv(out / "scaling.csv", index=False)
     info = {"schema_version": 1, "seed": 0, "ranks": 4, "hosts": ["node1"], "cores_on_this_host": 2,
             "config": {"job": "main", "strategy": ["ring", "ps"], "scenario": ["none", "kill-mid-ring", "split-brain"],

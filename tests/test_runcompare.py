@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from mpibench.records import BENCH_COLUMNS
+from mpibench.base.records import BENCH_COLUMNS
 from mpibench.results.runcompare import compare_runs, read_measured, spread_s
 from mpirun import run_cli, run_mpi
 

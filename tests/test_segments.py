@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpibench.aggregate import check_pieces, reassemble
+from mpibench.base.aggregate import check_pieces, reassemble
 from mpibench.sync.segments import bucket_plan, shard_plan, split_widths
 
 

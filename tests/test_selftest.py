@@ -5,11 +5,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mpirun import mpirun_command, run_cli
-from mpibench.cases import CRASH, NO_VERDICT, OK, VIOLATION, Outcome
-from mpibench.data import shard_sizes
-from mpibench.launch import JobResult
-from mpibench.mutants import MUTANTS
-from mpibench.selftest import equal_batches, run_selftest, trials, verdict
+from mpibench.drive.cases import CRASH, NO_VERDICT, OK, VIOLATION, Outcome
+from mpibench.engine.data import shard_sizes
+from mpibench.drive.launch import JobResult
+from mpibench.job.mutants import MUTANTS
+from mpibench.drive.selftest import equal_batches, run_selftest, trials, verdict
 from mpibench.sync import STRATEGIES
 
 REQUIRED = {"unweighted", "numerator-only", "offset-blind", "bounds-only", "variance-within",

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from mpirun import mpi_env, mpirun_command
-from mpibench.cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, judge
-from mpibench.launch import JobResult, run_job
-from mpibench.records import SWEEP_COLUMNS
-from mpibench.sweep import SweepPlan, SweepSettings, run_sweep, summary_text
+from mpibench.drive.cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, judge
+from mpibench.drive.launch import JobResult, run_job
+from mpibench.base.records import SWEEP_COLUMNS
+from mpibench.drive.sweep import SweepPlan, SweepSettings, run_sweep, summary_text
 
 
 def test_plan_is_seed_major_deterministic_and_alternates_recovery():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpibench.aggregate import check_pieces
+from mpibench.base.aggregate import check_pieces
 from mpibench.sync import plans
 from mpibench.sync.segments import bucket_plan
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpibench.config import UsageError
+from mpibench.base.config import UsageError
 from mpibench.sync import registry
 from mpibench.sync.base import SyncStrategy
 from mpirun import run_cli

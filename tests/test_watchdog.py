@@ -1,7 +1,7 @@
 """The step watchdog fires once a step overruns its budget, and not after a disarm."""
 import threading
 
-from mpibench.watchdog import StepWatchdog, budget_for
+from mpibench.engine.watchdog import StepWatchdog, budget_for
 
 
 def test_fires_with_step_and_members():

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..aggregate import moments_from_totals
-
 
 @dataclass
 class Reduction:
@@ -67,13 +65,6 @@ class SyncStrategy(ABC):
         self.comm.allgather(local_row, rows)
         keep = [i for i, w in enumerate(self.comm.worker_ids) if w in set(contributing)]
         return rows[keep]
-
-    def loss_moments(self, rows: np.ndarray):
-        """Pooled ``(mean, variance)`` of the losses in ``rows``; ``None`` if empty."""
-        if len(rows) == 0:
-            return None
-        count, total, total_sq = rows.sum(axis=0)
-        return moments_from_totals(count, total, total_sq)
 
     def close(self) -> None:
         """Release anything tied to the communicator."""

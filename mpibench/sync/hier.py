@@ -74,7 +74,7 @@ class Hierarchical(BucketedStrategy):
     def _shared_memory_ranks(self) -> list[int]:
         from mpi4py import MPI
 
-        from ..comm import translate
+        from .comm import translate
 
         mpi = self.comm.mpi
         try:

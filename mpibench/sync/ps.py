@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..aggregate import place_pieces
+from mpibench.base.aggregate import place_pieces
 from . import segments
 from .base import Reduction, SyncStrategy
 

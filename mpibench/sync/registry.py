@@ -21,7 +21,7 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
-from ..config import UsageError
+from mpibench.base.config import UsageError
 from .auto import Auto
 from .base import SyncStrategy
 from .hier import Hierarchical

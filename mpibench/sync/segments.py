@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..aggregate import check_pieces
+from mpibench.base.aggregate import check_pieces
 
 
 def split_widths(length: int, parts: int) -> np.ndarray:

@@ -58,7 +58,7 @@ def replay_for(info: dict, scenario: str, strategy: str, recovery: str | None = 
     if not isinstance(config, dict):
         return ""
     try:
-        from mpibench.config import RunConfig, replay_command
+        from mpibench.base.config import RunConfig, replay_command
 
         names = RunConfig.__dataclass_fields__
         values = {k: v for k, v in config.items() if k in names}

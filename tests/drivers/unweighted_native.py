@@ -8,18 +8,18 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from mpibench.comm import Comm
-from mpibench.config import RunConfig
-from mpibench.continuation import SingleRun
-from mpibench.data import make_dataset, make_shards
+from mpibench.sync.comm import Comm
+from mpibench.base.config import RunConfig
+from mpibench.engine.data import make_dataset, make_shards
+from mpibench.job.continuation import SingleRun
 from mpibench.kernels import NumpyBackend
-from mpibench import runinfo
+from mpibench.base import runinfo
 from mpibench.faults import load_schedule
-from mpibench.history import case_id
-from mpibench.records import RunRecords
-from mpibench.runner import open_history, recoverable_dup, write_case_json
+from mpibench.engine.history import case_id
+from mpibench.base.records import RunRecords
+from mpibench.job.runner import open_history, recoverable_dup, write_case_json
 from mpibench.sync.base import Reduction, SyncStrategy
-from mpibench.worker import Trainer
+from mpibench.engine.worker import Trainer
 
 
 class MeanOfMeans(SyncStrategy):

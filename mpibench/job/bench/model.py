@@ -1,7 +1,7 @@
 """The model beside every measured row: calibration, modelled rows, flagged disagreements.
 
 ``bench`` calibrates in the same job (ping-pong, reduction throughput, call
-overhead: :func:`mpibench.results.calibrate.calibrate_collectives`) or reuses
+overhead: :func:`mpibench.job.calibrate.calibrate_collectives`) or reuses
 a calibration from ``--calibration FILE`` (a calibration JSON object, or a
 run.json holding one under ``"calibration"``, or the folder holding it).
 Every measured row then gets a ``modelled`` twin with measured/modelled time,
@@ -15,7 +15,7 @@ import os
 
 import pandas as pd
 
-from mpibench.config import UsageError
+from mpibench.base.config import UsageError
 
 from .rows import modelled_row
 
@@ -56,7 +56,7 @@ def modelled_rows(cal, measured: list[dict], options: dict) -> tuple[list[dict],
 
 def disagreements(cal, rows: list[dict], options: dict) -> pd.DataFrame:
     """comparison.csv's rows for the collectives (see :mod:`mpibench.results.compare`)."""
-    from mpibench.records import BENCH_COLUMNS
+    from mpibench.base.records import BENCH_COLUMNS
     from mpibench.results.compare import compare_collectives, comparison_frame
 
     frame = pd.DataFrame(rows, columns=BENCH_COLUMNS)

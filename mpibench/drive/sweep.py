@@ -8,7 +8,7 @@ case, so an interrupted sweep keeps what it has; a job that crashes, hangs
 past its deadline or exits with an unexpected status is a finding with its
 stderr tail in ``findings.csv``, never a dropped row; ``sweep.json`` holds the
 plan, the rate and the fault counts. After the plan, each violating case is
-shrunk (:mod:`mpibench.minimise`) and its minimal replay command is printed
+shrunk (:mod:`mpibench.drive.minimise`) and its minimal replay command is printed
 beside the original.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, Case, Outcome, run_ca
 from .launch import kill_all, launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
-from .records import SWEEP_COLUMNS, CsvLog
+from mpibench.base.records import SWEEP_COLUMNS, CsvLog
 
 RECOVERIES = ("shrink", "respawn")
 SWEEP_EXTRA_COLUMNS = ["outcome", "minimal_replay", "case_time_s"]
@@ -172,8 +172,8 @@ def write_sweep_json(out: Path, plan: SweepPlan, settings: SweepSettings, outcom
     import os
     import platform
 
-    from .records import SCHEMA_VERSION
-    from .runinfo import package_versions
+    from mpibench.base.records import SCHEMA_VERSION
+    from mpibench.base.runinfo import package_versions
 
     info = {"schema_version": SCHEMA_VERSION, "seeds": plan.seeds, "first_seed": plan.first_seed,
             "workers": list(plan.workers), "strategies": list(plan.strategies), "steps": plan.steps,
@@ -206,7 +206,7 @@ def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
 
 
 def parse_list(text: str, what: str, cast=str) -> tuple:
-    from .config import UsageError
+    from mpibench.base.config import UsageError
 
     try:
         items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
@@ -221,8 +221,8 @@ def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: i
                   mpiexec: str | None, first_seed: int, case_deadline: float, shrink_runs: int,
                   extra: tuple[str, ...] = ()) -> int:
     """The ``sweep`` command body; the exit status (0 only when every case was ok)."""
-    from .config import UsageError
-    from .sync import registry
+    from mpibench.base.config import UsageError
+    from mpibench.sync import registry
 
     worker_counts = parse_list(workers, "--workers", int)
     names = registry.validate(parse_list(strategies, "--strategies"))

@@ -1,9 +1,9 @@
 """Known-bad worker loops: the bug classes that live outside the arithmetic of a reduction.
 
-Each is a mixin over :class:`mpibench.worker.Trainer` that overrides one of
+Each is a mixin over :class:`mpibench.engine.worker.Trainer` that overrides one of
 its hooks (``next_batch``, ``rollback``, ``_advance_known_cursors``,
 ``_step``), installed only by the hidden ``run --mutant NAME`` through
-:func:`mpibench.mutants.install`. The checker must name each at the step
+:func:`mpibench.job.mutants.install`. The checker must name each at the step
 where it happens:
 
 * ``resume-epoch-start``: survivors hand a replacement the start of its dead
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import Cursor, ShardWalker
-from .sync.base import Reduction
+from mpibench.engine.data import Cursor, ShardWalker
+from mpibench.sync.base import Reduction
 
 
 class ResumeEpochStart:

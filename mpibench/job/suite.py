@@ -5,13 +5,14 @@ import time
 
 from mpi4py import MPI
 
-from . import runinfo
-from .config import RunConfig, UsageError
-from .history import case_id
+from mpibench.base import runinfo
+from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.records import RunRecords
+from mpibench.engine.history import case_id
+from mpibench.engine.worker import Summary, violation_message
+
 from .continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
-from .records import RunRecords
 from .runner import free_comm, prepare, recoverable_dup, resume_scenario, run_scenario_on
-from .worker import Summary, violation_message
 
 # The main job's scenarios run under these by default: the two classic schemes and the
 # size-driven choice between the logarithmic ones, which keeps the job within a few
@@ -134,7 +135,7 @@ def main_job(base: RunConfig, out) -> int:
     if left_out:
         _progress(world, f"left out at {world.Get_size()} rank(s): " + ", ".join(left_out))
     backend = _backend(base)
-    from mpibench.results import job as results_job
+    from . import finish as results_job
 
     calibration = None
     if _benchmarks_wanted():
@@ -161,7 +162,7 @@ def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=
     """Scenarios ``first``.. of the main job, the world size restored before each, then
     the benchmarks. Replacements spawned on the way enter here too, with ``done``: the
     scenarios already run."""
-    from mpibench.results import job as results_job
+    from . import finish as results_job
 
     plan, n = job.plan, job.world_size
     results = list(done)
@@ -271,7 +272,7 @@ def verdict_status(out: str | None, checked=()) -> int:
     ``checked``: case verdicts the online checks already reached on complete histories
     (the checker is deterministic: judging them again would give the same).
     """
-    from .check import check_run, exit_status, verdict_line, write_outputs
+    from mpibench.check import check_run, exit_status, verdict_line, write_outputs
 
     if out is None:
         return 3

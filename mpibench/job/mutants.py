@@ -30,17 +30,17 @@ named by global offset:
 The recovery mistakes need fault injection to show: ``dead-leak`` and
 ``double-apply`` are strategy mixins that carry state from an aborted attempt
 into its redo; ``stale-rejoin`` wraps two hooks of the fault recovery
-(:func:`stale_rejoin_patches`) so that healed and respawned workers keep
+(:func:`.recovery_mutants.stale_rejoin_patches`) so that healed and respawned workers keep
 stale parameters.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 import numpy as np
 
-from .comm import CommError
-from .sync.base import Reduction
+from mpibench.sync.base import Reduction
+
+from .mutant_catalogue import MUTANTS
+from .recovery_mutants import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_patches
 
 
 # ---------------------------------------------------------------------------- weighting mistakes
@@ -93,7 +93,7 @@ class VarianceWithinMixin:
 
 # ---------------------------------------------------------------------------- placement mistakes
 def _ring():
-    from .sync import ring, segments
+    from mpibench.sync import ring, segments
 
     return ring, segments
 
@@ -166,40 +166,13 @@ MIXINS = {"unweighted": UnweightedMixin, "numerator-only": NumeratorOnlyMixin,
 RINGS = {"offset-blind": offset_blind_ring, "bounds-only": bounds_only_ring}
 
 
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    mistake: str
-    weighting: bool = False  # only visible when batch sizes differ
-    needs_faults: bool = False
-
-
-MUTANTS = {m.name: m for m in [
-    Mutant("unweighted", "plain mean of per-worker mean gradients", weighting=True),
-    Mutant("numerator-only", "count-weighted sums divided by replicas x nominal batch", weighting=True),
-    Mutant("variance-within", "loss variance without the between-worker term"),
-    Mutant("offset-blind", "ring segments concatenated in arrival order"),
-    Mutant("bounds-only", "overlapping ring pieces written, only bounds checked"),
-    Mutant("dead-leak", "a dead rank's partial sum left in the redone step", needs_faults=True),
-    Mutant("stale-rejoin", "a respawned or healed rank rejoins with stale parameters", needs_faults=True),
-    Mutant("double-apply", "a redone step applied on top of the aborted one", needs_faults=True),
-    Mutant("resume-epoch-start", "a replacement resumes at the start of its epoch", needs_faults=True),
-    Mutant("shard-swap", "survivors walk the shard of their new rank after a shrink", needs_faults=True),
-    Mutant("drop-tail", "the short last batch of an epoch is skipped"),
-    Mutant("no-reshuffle", "every epoch walks epoch 0's order"),
-    Mutant("keep-aborted", "a retry keeps the aborted attempt's update", needs_faults=True),
-    Mutant("minority-commit", "a cut-off minority commits the step on its own", needs_faults=True),
-    Mutant("skip-member", "a live worker's batch is consumed but left out of the reduction"),
-]}
-
-
 def strategy_factory(mutant: str, batch_size: int):
     """A drop-in for :func:`mpibench.sync.make_strategy` that builds the mutant.
 
     The placement mutants are always the ring; the others carry their mistake
     into whichever strategy the run names.
     """
-    from .sync import STRATEGIES, make_strategy
+    from mpibench.sync import STRATEGIES, make_strategy
 
     from .loop_mutants import SkipMemberMixin
 
@@ -219,92 +192,15 @@ def strategy_factory(mutant: str, batch_size: int):
     return build
 
 
-# ---------------------------------------------------------------------------- recovery mistakes
-_LEAK: dict[str, np.ndarray] = {}
-
-
-class DeadLeakMixin:
-    """Keeps what an aborted reduction had already summed and adds it to the redo.
-
-    The survivor's own share of the aborted buffer is taken out again, so what
-    leaks is exactly what the reduction had received from others, the dead
-    rank's partial contribution among it.
-    """
-
-    def synchronize(self, params, grad_sum, count, lr):
-        self.backend.pack(self.buffer, grad_sum, count)
-        own = self.buffer.copy()
-        leak = _LEAK.pop("received", None)
-        if leak is not None:
-            np.add(self.buffer, leak, out=self.buffer)
-        try:
-            reduction = self.reduce(self.buffer)
-        except CommError:
-            _LEAK["received"] = self.buffer - own
-            raise
-        self.backend.apply_update(params, self.buffer[:-1], self.buffer[-1], lr)
-        return reduction
-
-
-_APPLIED: dict[str, np.ndarray] = {}
-
-
-class DoubleApplyMixin:
-    """A redone step is applied on top of the aborted attempt's update.
-
-    The worker loop rolls the parameters back before a redo; this strategy
-    notices the redo (the parameters are back where its last attempt started)
-    and re-applies that attempt's update before the redo's own.
-    """
-
-    def synchronize(self, params, grad_sum, count, lr):
-        before = _APPLIED.get("before")
-        if before is not None and np.array_equal(before, params):
-            np.add(params, _APPLIED["delta"], out=params)
-        start = params.copy()
-        reduction = super().synchronize(params, grad_sum, count, lr)
-        _APPLIED["before"], _APPLIED["delta"] = start, params - start
-        return reduction
-
-
-def stale_rejoin_patches() -> None:
-    """Healed or respawned workers keep stale parameters instead of the committed ones.
-
-    Two hooks of the fault recovery are wrapped: the re-sync of healed workers
-    is undone on the worker that re-synced, and a replacement is handed the
-    initial parameters instead of the survivors' current ones.
-    """
-    from mpibench.faults import recovery, respawn
-
-    from .model import Shapes, init_params
-
-    resync = recovery.FaultRecovery._resync
-
-    def stale_resync(self, trainer, step):
-        kept = trainer.params.copy()
-        resync(self, trainer, step)
-        trainer.params[...] = kept
-
-    recovery.FaultRecovery._resync = stale_resync
-    spawn = respawn.spawn
-
-    def stale_spawn(comm, count, payload):
-        if isinstance(payload, respawn.Resume):
-            c = payload.config
-            payload = replace(payload, params=init_params(c.seed, Shapes(c.features, c.hidden, c.classes)))
-        return spawn(comm, count, payload)
-
-    respawn.spawn = stale_spawn
-
-
 # ---------------------------------------------------------------------------- installing one
 def install(mutant: str) -> None:
     """Make this process's runs use ``mutant`` (the hidden ``run --mutant``).
 
-    The runner builds its trainer through ``mpibench.runner.Trainer``; that one
+    The runner builds its trainer through ``mpibench.job.runner.Trainer``; that one
     name is replaced by a subclass carrying the mutant, in this process only.
     """
-    from . import runner, worker
+    from . import runner
+    from mpibench.engine import worker
     from .loop_mutants import LOOP_MUTANTS
 
     if mutant not in MUTANTS:

@@ -1,7 +1,7 @@
 """Step records kept in memory: how the results layer times the real worker loop.
 
 The scaling measurement and the loop-overhead calibration run the ordinary
-trainer (``mpibench.runner.run_scenario``) and read its step rows from here
+trainer (``mpibench.job.runner.run_scenario``) and read its step rows from here
 instead of from a CSV.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ class RowList:
 
 
 class MemoryRecords:
-    """Stands in for :class:`mpibench.records.RunRecords`: every row kept in memory."""
+    """Stands in for :class:`mpibench.base.records.RunRecords`: every row kept in memory."""
 
     def __init__(self):
         self.steps, self.invariants, self.faults = RowList(), RowList(), RowList()

@@ -1,4 +1,4 @@
-"""The results layer's part of the main job: calibrate first, measure and report last.
+"""The job's own measurements around its runs: calibrate first, measure and report last.
 
 ``start`` runs before the scenarios (so the calibration sees a quiet job);
 ``finish`` runs after them and the benchmarks: it measures scaling, adds the
@@ -15,11 +15,14 @@ import sys
 import pandas as pd
 from mpi4py import MPI
 
+from mpibench.results.calibration import Calibration
+from mpibench.results.compare import (compare_collectives, compare_steps, comparison_frame, modelled_bench_rows,
+                                      run_load)
+from mpibench.results.report import build, read_csv
+
 from . import scaling as scaling_mod
 from .calibrate import calibrate
-from .calibration import Calibration
-from .compare import compare_collectives, compare_steps, comparison_frame, modelled_bench_rows, run_load
-from .report import build, read_csv
+from .runner import run_scenario
 from .scaling import SCALING_COLUMNS, ScalingPlan
 
 
@@ -36,7 +39,7 @@ def start(world: MPI.Comm, base, plan: ScalingPlan = ScalingPlan(), strategies=N
     from .scaling import rank_counts
 
     batches = [plan.local_batch(mode, p) for mode in ("strong", "weak") for p in rank_counts(world.Get_size())]
-    return calibrate(world, plan.config(base, base.strategy, plan.weak_batch), batches,
+    return calibrate(world, run_scenario, plan.config(base, base.strategy, plan.weak_batch), batches,
                      sorted(STRATEGIES) if strategies is None else strategies)
 
 
@@ -68,11 +71,11 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
     following ``--steps``, so a quick run stays quick."""
     from dataclasses import replace
 
-    from mpibench import runinfo
+    from mpibench.base import runinfo
 
     plan = plan or replace(ScalingPlan(), steps=min(ScalingPlan.steps, max(8, base.steps)))
 
-    measured = scaling_mod.measure(world, base, strategies, backend, plan, progress)
+    measured = scaling_mod.measure(world, run_scenario, base, strategies, backend, plan, progress)
     if world.Get_rank() != 0:
         return
     options = model_options(base)

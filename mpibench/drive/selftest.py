@@ -1,7 +1,7 @@
 """The self-test: the checker must catch every known-bad reduction.
 
 Each trial is one MPI job running ``run --mutant NAME`` (see
-:mod:`mpibench.mutants`) on small, uneven shards so that epochs end on short
+:mod:`mpibench.job.mutants`) on small, uneven shards so that epochs end on short
 batches within the first steps. A mutant passes the self-test only if some
 invariant fails ("caught by X at step s"); the self-test exits 0 only if
 every mutant is caught and every control behaves.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
 from .launch import kill_all
-from .mutants import MUTANTS
+from mpibench.job.mutant_catalogue import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 # Mutants that live in the ring: they and their honest controls run under it.
@@ -66,7 +66,7 @@ class Trial:
 
 def equal_batches(seed: int, workers: int, min_batch: int = 4, max_batch: int = 16) -> tuple[int, int]:
     """``(samples, batch_size)`` for which every shard is a whole number of batches."""
-    from .data import shard_sizes
+    from mpibench.engine.data import shard_sizes
 
     for samples in range(workers * min_batch, 4096):
         g = math.gcd(*shard_sizes(seed, samples, workers))

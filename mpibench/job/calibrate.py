@@ -4,7 +4,7 @@ Each figure is stored with a sentence saying how it was measured (``HOW``):
 
 * alpha (s) and beta (s/byte): ping-pong between ranks 0 and 1 through the
   same deadline-bounded buffer calls the strategies use
-  (:class:`mpibench.comm.Comm`), fitted to ``t(n) = alpha + n * beta``; once
+  (:class:`mpibench.sync.comm.Comm`), fitted to ``t(n) = alpha + n * beta``; once
   back to back (for collective benchmarks) and once with both ranks computing
   a local step before each round trip (for training steps);
 * gamma (s/byte): local reduction throughput, ``dst += src`` on float32, once
@@ -22,64 +22,20 @@ BLAS is held to one thread per rank: the model assumes one core per rank.
 """
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 from mpi4py import MPI
 
-from mpibench.comm import Comm
+from mpibench.results.calibration import Calibration
+from mpibench.sync.comm import Comm
 
-from .calibration import Calibration
 from .hostload import HostLoad
+from .timing import blas_one_thread, cores_available, fit_alpha_beta, fit_line, idle_until_released
 
 PING_SIZES_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20)
 GAMMA_CACHE_BYTES = 64 << 10
 GAMMA_MEMORY_BYTES = 16 << 20
-IDLE_POLL_S = 0.002
-
-
-# ----------------------------------------------------------------------------- helpers
-def idle_until_released(world: MPI.Comm) -> None:
-    """Sleep (not spin) until every rank reaches this point."""
-    request = world.Ibarrier()
-    while not request.Test():
-        time.sleep(IDLE_POLL_S)
-
-
-def cores_available() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def fit_alpha_beta(points) -> tuple[float, float]:
-    """``t(n) = alpha + n*beta`` anchored at the smallest message: beta is the
-    least-squares slope through that point (never negative), alpha the line's value at 0.
-
-    More robust on a noisy host than a free intercept, which one slow large-message
-    point can drive below zero: here alpha stays within the smallest message's time."""
-    sizes, times = (np.asarray(v, float) for v in zip(*sorted(points)))
-    dx, dt = sizes - sizes[0], times - times[0]
-    beta = max(float(np.dot(dx, dt) / np.dot(dx, dx)), 0.0) if np.dot(dx, dx) > 0 else 0.0
-    return max(float(times[0] - beta * sizes[0]), 0.0), beta
-
-
-def fit_line(xs, ys) -> tuple[float, float]:
-    """Least-squares ``y = a + b x`` with both coefficients clipped at zero."""
-    slope, intercept = np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)
-    return max(float(intercept), 0.0), max(float(slope), 0.0)
-
-
-def blas_one_thread():
-    """A context holding BLAS to one thread (a no-op if threadpoolctl is missing)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        import contextlib
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 # ----------------------------------------------------------------------------- alpha, beta
@@ -155,10 +111,10 @@ def local_step_s(config, batch: int, repeats: int = 30) -> float:
 
 def local_step(config, batch: int):
     """A closure doing one worker's local part of a step (no communication)."""
-    from mpibench import seeds
-    from mpibench.data import make_dataset
+    from mpibench.base import seeds
+    from mpibench.engine.data import make_dataset
     from mpibench.kernels import NumpyBackend
-    from mpibench.model import MLP, Shapes, init_params
+    from mpibench.engine.model import MLP, Shapes, init_params
 
     shapes = Shapes(config.features, config.hidden, config.classes)
     data = make_dataset(config.seed, max(config.samples, batch), config.features, config.classes)
@@ -199,8 +155,9 @@ LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 12, 2  # the scaling plan's steps and w
 LOOP_REPEATS = 3
 
 
-def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS) -> float:
-    """Step time of the real worker loop on MPI.COMM_SELF at local batch ``batch``.
+def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS) -> float:
+    """Step time of the real worker loop (``run``, the runner's ``run_scenario``) on
+    MPI.COMM_SELF at local batch ``batch``.
 
     Exactly what a scaling point at p = 1 times: the same loop, strategy, steps
     and warm-up (the step timer covers compute, the sync with pack and apply,
@@ -211,7 +168,6 @@ def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: in
     from dataclasses import replace
 
     from mpibench.kernels import NumpyBackend
-    from mpibench.runner import run_scenario
 
     from .memrecords import MemoryRecords
 
@@ -220,53 +176,53 @@ def one_rank_step_s(config, batch: int, strategy: str | None = None, repeats: in
     medians = []
     for _ in range(repeats):
         records = MemoryRecords()
-        run_scenario(loop, MPI.COMM_SELF, records, NumpyBackend())
+        run(loop, MPI.COMM_SELF, records, NumpyBackend())
         medians.append(float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]])))
     return float(np.median(medians))
 
 
-def loop_overhead_s(config, call_s: float) -> float:
+def loop_overhead_s(run, config, call_s: float) -> float:
     """The worker loop's own per-step cost (bookkeeping, marks, records) on one rank:
     the loop's step time at a tiny batch less the local work of that batch and the
     two collective calls (gradient, loss statistics)."""
-    return max(one_rank_step_s(config, LOOP_BATCH) - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
+    return max(one_rank_step_s(run, config, LOOP_BATCH) - local_step_s(config, LOOP_BATCH) - 2 * call_s, 0.0)
 
 
-def one_rank_table(config, batches, strategies) -> tuple[dict, dict]:
+def one_rank_table(run, config, batches, strategies) -> tuple[dict, dict]:
     """(``"batch"`` -> median over strategies, ``"strategy:batch"`` -> one-rank step time)."""
     by_batch, by_strategy = {}, {}
     for b in sorted(set(batches)):
-        per = {name: one_rank_step_s(config, b, name) for name in (strategies or [config.strategy])}
+        per = {name: one_rank_step_s(run, config, b, name) for name in (strategies or [config.strategy])}
         by_strategy.update({f"{name}:{b}": t for name, t in per.items()})
         by_batch[str(b)] = float(np.median(list(per.values())))
     return by_batch, by_strategy
 
 
-def local_figures(config, batches=(), strategies=()) -> tuple:
+def local_figures(run, config, batches=(), strategies=()) -> tuple:
     """gamma (cache, memory), compute (fixed, per sample), call and loop overheads, and
     the one-rank step time at each of ``batches`` under each of ``strategies``, on this rank."""
     overhead = call_overhead_s(config.features * config.hidden + config.hidden * config.classes)
     with blas_one_thread():
         fixed, per_sample = compute_fit(config)
-        loop = loop_overhead_s(config, overhead)
-        one_rank = one_rank_table(config, batches, strategies)
+        loop = loop_overhead_s(run, config, overhead)
+        one_rank = one_rank_table(run, config, batches, strategies)
     return (reduction_s_per_byte(GAMMA_CACHE_BYTES), reduction_s_per_byte(GAMMA_MEMORY_BYTES),
             fixed, per_sample, overhead, loop, one_rank)
 
 
-def calibrate(world: MPI.Comm, config, batches=(), strategies=()) -> Calibration:
+def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibration:
     """Measure every figure (collective: every rank of ``world`` calls it).
 
     ``batches``: the local batch sizes the model will be asked about; the worker
     loop's step time on one rank is measured at each (compute does not scale
     linearly with the batch once activations leave the caches)."""
-    from mpibench.runinfo import this_host
+    from mpibench.base.runinfo import this_host
 
     load = HostLoad(world)
     pings = ping_pong(world)
     with blas_one_thread():
         step_pings = ping_pong(world, local_step(config, config.batch_size))
-    local = local_figures(config, batches, strategies) if world.Get_rank() == 0 else None
+    local = local_figures(run, config, batches, strategies) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
     gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, (one_rank, by_strategy) = world.bcast(local, root=0)
     hosts = world.allgather(this_host())
@@ -290,7 +246,7 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
     Ping-pong (alpha, beta), reduction throughput (gamma) and the one-rank
     call overhead; the compute figures stay zero, since ``bench`` models no
     training step. Takes about a second."""
-    from mpibench.runinfo import this_host
+    from mpibench.base.runinfo import this_host
 
     load = HostLoad(world)
     pings = ping_pong(world)
@@ -306,7 +262,7 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
                                                  "gamma_memory_s_per_byte", "cores", "ranks_on_host",
                                                  "other_load_cores")}
     how["call_overhead_s"] = ("median time of one Allreduce of 1024 float32 on a one-rank communicator "
-                              "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0")
+                              "(MPI.COMM_SELF through mpibench.sync.comm.Comm) on rank 0")
     return Calibration(
         alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
         gamma_memory_s_per_byte=gamma_memory, compute_fixed_s=0.0, compute_per_sample_s=0.0,
@@ -316,7 +272,7 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
 
 
 HOW = {
-    "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.comm.Comm send/recv, other ranks asleep) over "
+    "alpha_s": "ping-pong between ranks 0 and 1 (mpibench.sync.comm.Comm send/recv, other ranks asleep) over "
                + ", ".join(str(s) for s in PING_SIZES_BYTES) + " bytes; median half round trip per size; "
                "the fitted line's value at 0 bytes, the line anchored at the smallest size",
     "beta_s_per_byte": "least-squares slope of the half round trip against "
@@ -331,8 +287,8 @@ HOW = {
                        "batch 8 and 256 on rank 0 with BLAS on one thread; intercept of the line",
     "compute_per_sample_s": "slope of the same line (seconds per sample)",
     "call_overhead_s": "median time of one Allreduce of the model's gradient on a one-rank communicator "
-                       "(MPI.COMM_SELF through mpibench.comm.Comm) on rank 0",
-    "loop_overhead_s": f"the worker loop (mpibench.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
+                       "(MPI.COMM_SELF through mpibench.sync.comm.Comm) on rank 0",
+    "loop_overhead_s": f"the worker loop (mpibench.job.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
                        f"{LOOP_STEPS} steps: median step time after {LOOP_WARMUP} less the local step of that "
                        "batch and two collective call overheads",
     "one_rank_step_s": f"per local batch, the median over strategies of one_rank_step_by_strategy_s",

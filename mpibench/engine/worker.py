@@ -3,10 +3,10 @@
 Each rank is one worker that owns one shard. A step computes the local
 gradient sum on the next batch, hands it to the sync strategy (which applies
 the averaged update in place) and appends what it did to this worker's
-history (:mod:`mpibench.history`) before the commit decision. Nothing here
+history (:mod:`mpibench.engine.history`) before the commit decision. Nothing here
 judges a step: the checker reads the histories afterwards. The loop never
 knows which strategy runs; faults reach it only as
-:class:`~mpibench.comm.CommError` from the communicator, and what to do about
+:class:`~mpibench.sync.comm.CommError` from the communicator, and what to do about
 them is the job of a :class:`Recovery`.
 """
 from __future__ import annotations
@@ -18,15 +18,15 @@ import numpy as np
 
 from mpi4py import MPI
 
-from .aggregate import moments_from_totals
-from .comm import Comm, CommError, translate
-from .config import RunConfig, replay_command
+from mpibench.base.aggregate import moments_from_totals
+from mpibench.sync.comm import Comm, CommError, translate
+from mpibench.base.config import RunConfig, replay_command
 from .data import Cursor, Dataset, ShardWalker, next_cursor
 from .history import AttemptRecord, NoHistory, params_b64, params_digest
 from mpibench.kernels.counts import transfer_counts
 from .model import MLP, Shapes, init_params
-from .records import RunRecords, ranks_text
-from .sync import SyncStrategy, make_strategy
+from mpibench.base.records import RunRecords, ranks_text
+from mpibench.sync import SyncStrategy, make_strategy
 from .watchdog import StepWatchdog, budget_for
 
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 from mpi4py import MPI
 
-from mpibench.config import UsageError
+from mpibench.base.config import UsageError
 
 from .plan import BenchPlan, registered, validate
 from .rows import human_bytes

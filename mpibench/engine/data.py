@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import seeds
+from mpibench.base import seeds
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from mpi4py import MPI
 
-from mpibench.comm import Comm
-from mpibench.records import BENCH_COLUMNS, CsvLog
+from mpibench.sync.comm import Comm
+from mpibench.base.records import BENCH_COLUMNS, CsvLog
 
 from . import cfloor
 from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyReduce
@@ -84,7 +84,7 @@ def _calibration(world: MPI.Comm, plan: BenchPlan):
         return None
     if plan.calibration:
         return load_calibration(plan.calibration)
-    from mpibench.results.calibrate import calibrate_collectives
+    from mpibench.job.calibrate import calibrate_collectives
 
     _say(world, "# calibrating the model (ping-pong, reduction throughput, call overhead) ...")
     return calibrate_collectives(world)
@@ -135,8 +135,8 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
 
 def oversubscription(world: MPI.Comm) -> str:
     """A note when this host runs more ranks than it has cores (figures then time-share)."""
-    from mpibench.results.calibrate import cores_available
-    from mpibench.runinfo import this_host
+    from mpibench.job.timing import cores_available
+    from mpibench.base.runinfo import this_host
 
     hosts = world.allgather(this_host())
     on_host, cores = hosts.count(this_host()), cores_available()
@@ -163,7 +163,7 @@ def _model(world: MPI.Comm, cal, plan: BenchPlan, measured: list[dict], log, out
         print(line, flush=True)
     if out_dir is not None:
         comparison.to_csv(os.path.join(out_dir, "comparison.csv"), index=False)
-        from mpibench import runinfo
+        from mpibench.base import runinfo
 
         runinfo.update(out_dir, {"calibration": cal.as_dict(), "model_options": plan.options})
     return rows

@@ -115,7 +115,7 @@ class RunRecords:
     files are opened with ``O_APPEND``, so when the writer dies and the next
     one takes over, nothing written is lost or written twice. The per-worker
     history and the checker's verdict.json and invariants.csv are written
-    elsewhere (:mod:`mpibench.history`, :mod:`mpibench.check`).
+    elsewhere (:mod:`mpibench.engine.history`, :mod:`mpibench.check`).
     """
 
     def __init__(self, out_dir: str | None, append: bool = False, lazy: bool = False):

@@ -16,6 +16,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpibench.faults.toml_io import dump as schedule_toml
+
 from .launch import JobResult, mpibench_command, run_job
 
 OK, VIOLATION, CRASH, HANG, NO_VERDICT = "ok", "violation", "crash", "hang", "no-verdict"
@@ -84,7 +86,7 @@ def write_case(case: Case, folder: Path) -> Path:
     """Write the case's schedule as TOML into ``folder``; the path to give ``--scenario``."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "schedule.toml"
-    path.write_text(case.schedule.to_toml())
+    path.write_text(schedule_toml(case.schedule))
     return path
 
 
@@ -112,7 +114,7 @@ def read_rows(path: Path) -> list[dict]:
 
 def case_verdict(out_dir: Path):
     """The checker's verdict on a job's output folder (also written there as verdict.json)."""
-    from .check import check_run, write_outputs
+    from mpibench.check import check_run, write_outputs
 
     verdict = check_run(str(out_dir))
     if (out_dir / "run.json").exists():

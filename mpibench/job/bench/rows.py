@@ -6,20 +6,14 @@ nothing travels: the row keeps its time but has no bandwidth, and says so.
 """
 from __future__ import annotations
 
-from mpibench.records import BENCH_COLUMNS
+from mpibench.base.records import BENCH_COLUMNS
+from mpibench.base.units import human_bytes
 from mpibench.sync.ring import busbw_factor
 
 from .candidates import label
 from .rounds import Spread
 
 NO_COMMUNICATION = "p=1: no communication; the time is call overhead, not bandwidth"
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:g} {unit}"
-    return f"{n} B"
 
 
 def bandwidths(ranks: int, n_bytes: int, time_s: float) -> tuple[float | None, float | None]:

@@ -1,8 +1,8 @@
 """Measured step time at p = 1, 2, 4, ... up to the world size, inside one job.
 
 Each point trains on a sub-communicator made of the first p ranks of the job,
-through the ordinary run path (:func:`mpibench.runner.run_scenario`, so the
-same :class:`~mpibench.worker.Trainer` loop, data, shards and seed as any run),
+through the ordinary run path (:func:`mpibench.job.runner.run_scenario`, so the
+same :class:`~mpibench.engine.worker.Trainer` loop, data, shards and seed as any run),
 while the other ranks sleep on a non-blocking barrier. The step times come from
 the trainer's own step records, kept in memory instead of a CSV.
 
@@ -18,7 +18,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .calibrate import LOOP_WARMUP as WARMUP_STEPS  # the one-rank calibration skips as many
-from .calibrate import blas_one_thread, idle_until_released
+from .timing import blas_one_thread, idle_until_released
 from .hostload import HostLoad
 from .memrecords import MemoryRecords
 
@@ -48,7 +48,7 @@ class ScalingPlan:
         return self.weak_batch if mode == "weak" else max(1, round(self.strong_batch / p))
 
     def sync_bytes(self) -> int:
-        from mpibench.model import Shapes
+        from mpibench.engine.model import Shapes
 
         return (Shapes(self.features, self.hidden, self.classes).n_params + 1) * 4
 
@@ -62,10 +62,9 @@ def rank_counts(world_size: int) -> list[int]:
     return counts + [world_size]
 
 
-def measure_point(world: MPI.Comm, config, p: int, backend) -> dict | None:
-    """Train ``config`` on the first ``p`` ranks; rank 0 gets the timing row, others None."""
-    from mpibench.runner import run_scenario
-
+def measure_point(world: MPI.Comm, run, config, p: int, backend) -> dict | None:
+    """Train ``config`` with ``run`` (the runner's ``run_scenario``) on the first ``p`` ranks;
+    rank 0 gets the timing row, others None."""
     rank = world.Get_rank()
     load = HostLoad(world)
     sub = world.Split(0 if rank < p else MPI.UNDEFINED, rank)
@@ -73,7 +72,7 @@ def measure_point(world: MPI.Comm, config, p: int, backend) -> dict | None:
     if sub != MPI.COMM_NULL:
         records = MemoryRecords()
         with blas_one_thread():
-            summary = run_scenario(config, sub, records, backend)
+            summary = run(config, sub, records, backend)
         sub.Free()
         if rank == 0:
             row = _timing_row(records.steps.rows, summary)
@@ -93,9 +92,9 @@ def _timing_row(rows: list[dict], summary) -> dict:
             "violations": summary.violations}
 
 
-def measure(world: MPI.Comm, base, strategies, backend, plan: ScalingPlan = ScalingPlan(),
+def measure(world: MPI.Comm, run, base, strategies, backend, plan: ScalingPlan = ScalingPlan(),
             progress=None) -> list[dict]:
-    """Every (strategy, mode, p) point; rank 0 returns the rows, others []."""
+    """Every (strategy, mode, p) point, each trained by ``run``; rank 0 returns the rows, others []."""
     rows = []
     for strategy in strategies:
         for mode in ("strong", "weak"):
@@ -105,7 +104,7 @@ def measure(world: MPI.Comm, base, strategies, backend, plan: ScalingPlan = Scal
                 progress(f"scaling: {strategy}, {mode}, p = {', '.join(map(str, counts))} ({batch}) ...")
             for p in counts:
                 local = plan.local_batch(mode, p)
-                row = measure_point(world, plan.config(base, strategy, local), p, backend)
+                row = measure_point(world, run, plan.config(base, strategy, local), p, backend)
                 if row is not None:
                     rows.append({"strategy": strategy, "mode": mode, "ranks": p, "local_batch": local,
                                  "global_batch": local * p, "bytes": plan.sync_bytes(),
@@ -129,7 +128,7 @@ def add_speedups(rows: list[dict]) -> list[dict]:
 
 def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
     """The model's row for every measured point (same strategy, mode, p and batch)."""
-    from . import costmodel
+    from mpibench.results import costmodel
 
     rows = []
     for m in measured_rows:

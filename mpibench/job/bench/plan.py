@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mpibench.config import UsageError
+from mpibench.base.config import UsageError
 
 from .candidates import BASELINES, BLOCKING, C_FLOOR
 from .inputs import DTYPES

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpibench import seeds
+from mpibench.base import seeds
 
 _TABLE = 4099  # a prime, so A and B do not line up with power-of-two sizes
 DTYPES = {"float32": np.float32, "float64": np.float64}

@@ -3,7 +3,7 @@
 A replacement process starts from nothing but the job's own entry point
 (``python -m mpibench _replacement``) and what the survivors hand it. The
 fault layer carries the continuation without reading it; the job layer
-(:mod:`mpibench.suite`) reads it to know where the replacement enters:
+(:mod:`mpibench.job.suite`) reads it to know where the replacement enters:
 
 * :class:`SingleRun` -- the job is one ``run``: finish it and report.
 * :class:`MainJobAt` -- the main job, inside its scenario ``index``: after that
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import RunConfig
+from mpibench.base.config import RunConfig
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ import os
 
 from mpi4py import MPI
 
-from .comm import Comm
-from .config import RunConfig, UsageError, replay_command
-from .data import make_dataset, make_shards
-from .history import History, NoHistory, case_id, schedule_data, write_case
-from .records import RunRecords
-from .worker import Summary, Trainer
+from mpibench.sync.comm import Comm
+from mpibench.base.config import RunConfig, UsageError, replay_command
+from mpibench.engine.data import make_dataset, make_shards
+from mpibench.engine.history import History, NoHistory, case_id, schedule_data, write_case
+from mpibench.base.records import RunRecords
+from mpibench.engine.worker import Summary, Trainer
 
 
 def recoverable_dup(world: MPI.Comm) -> MPI.Comm:
@@ -45,14 +45,14 @@ def scenario_config(config: RunConfig, schedule) -> RunConfig:
 
 
 def _check_ulfm(schedule) -> None:
-    from . import runinfo
+    from mpibench.base import runinfo
 
     if schedule.needs_ulfm() and not runinfo.ulfm_status()["active"]:
         raise UsageError(f"scenario {schedule.name!r} kills ranks but ULFM is not active: {runinfo.ulfm_hint()}")
 
 
 def _field(continuation, name: str):
-    """A field of the job's continuation (:mod:`mpibench.continuation`), or None."""
+    """A field of the job's continuation (:mod:`mpibench.job.continuation`), or None."""
     return getattr(continuation, name, None)
 
 
@@ -91,7 +91,7 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
 
     ``resume`` (replacements only): ``shard_id``, ``params``, ``cursor`` and the
     recovery ``state`` the survivors handed over. ``continuation`` is the job's
-    (:mod:`mpibench.continuation`), carried to any replacement spawned. ``history``:
+    (:mod:`mpibench.job.continuation`), carried to any replacement spawned. ``history``:
     where this worker appends its records (default: none kept).
     """
     from mpibench.faults.recovery import FaultRecovery
@@ -181,7 +181,7 @@ def online_check(folder: str, summary: Summary) -> None:
     """Check the case's history now; print each violation with its step, fill ``summary``."""
     import time
 
-    from .check import check_case
+    from mpibench.check import check_case
 
     start = time.perf_counter()
     verdict = check_case(folder)

@@ -47,7 +47,7 @@ def _abort_job(message: str) -> None:
     """
     from mpi4py import MPI
 
-    from .runinfo import this_host
+    from mpibench.base.runinfo import this_host
 
     sys.stderr.write(f"[{MPI.COMM_WORLD.Get_rank()}@{this_host()}] stuck: {message}\n")
     sys.stderr.flush()

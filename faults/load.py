@@ -1,0 +1,26 @@
+"""From a name or a file to a validated schedule.
+
+Kept apart from :mod:`.schedule` (the data and its validation) so that the
+data module imports nothing: the named scenarios (:mod:`.scenarios`) and the
+TOML reader (:mod:`.toml_io`) build schedules, and this module chooses between
+them.
+"""
+from __future__ import annotations
+
+from .scenarios import SCENARIOS, build
+from .schedule import Schedule, validate
+from .toml_io import load_file
+
+
+def load_schedule(name_or_path: str, world_size: int, seed: int = 0) -> Schedule:
+    """A named scenario or a TOML file, validated for ``world_size``; ValueError if not valid.
+
+    ``seed`` is accepted so seeded scenarios can be added without changing callers;
+    the named scenarios and TOML files are fixed.
+    """
+    if name_or_path in SCENARIOS:
+        return validate(build(name_or_path, world_size))
+    if name_or_path.endswith(".toml"):
+        return validate(load_file(name_or_path, world_size))
+    raise ValueError(f"unknown scenario {name_or_path!r} (see 'python -m mpibench scenarios', "
+                     "or give a .toml schedule file)")

@@ -1,0 +1,36 @@
+"""The names of the self-test's known-bad reductions and the mistake each makes.
+
+Apart from :mod:`.mutants` (which builds them from the strategies, and so
+imports MPI) so that the self-test driver can list and plan them without
+importing mpi4py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    mistake: str
+    weighting: bool = False  # only visible when batch sizes differ
+    needs_faults: bool = False
+
+
+MUTANTS = {m.name: m for m in [
+    Mutant("unweighted", "plain mean of per-worker mean gradients", weighting=True),
+    Mutant("numerator-only", "count-weighted sums divided by replicas x nominal batch", weighting=True),
+    Mutant("variance-within", "loss variance without the between-worker term"),
+    Mutant("offset-blind", "ring segments concatenated in arrival order"),
+    Mutant("bounds-only", "overlapping ring pieces written, only bounds checked"),
+    Mutant("dead-leak", "a dead rank's partial sum left in the redone step", needs_faults=True),
+    Mutant("stale-rejoin", "a respawned or healed rank rejoins with stale parameters", needs_faults=True),
+    Mutant("double-apply", "a redone step applied on top of the aborted one", needs_faults=True),
+    Mutant("resume-epoch-start", "a replacement resumes at the start of its epoch", needs_faults=True),
+    Mutant("shard-swap", "survivors walk the shard of their new rank after a shrink", needs_faults=True),
+    Mutant("drop-tail", "the short last batch of an epoch is skipped"),
+    Mutant("no-reshuffle", "every epoch walks epoch 0's order"),
+    Mutant("keep-aborted", "a retry keeps the aborted attempt's update", needs_faults=True),
+    Mutant("minority-commit", "a cut-off minority commits the step on its own", needs_faults=True),
+    Mutant("skip-member", "a live worker's batch is consumed but left out of the reduction"),
+]}
