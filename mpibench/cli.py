@@ -425,7 +425,7 @@ def replacement():
     """Internal: a replacement worker spawned by the survivors (--recovery respawn)."""
     from mpibench.faults.respawn import replacement_main
 
-    from .suite import replacement_entry
+    from .job.suite import replacement_entry
 
     sys.exit(_guarded(lambda: replacement_main(replacement_entry)))
 

@@ -74,6 +74,25 @@ def imports_of(name: str, path: Path, modules) -> set[str]:
     return {target for target in found if target in modules and target != name}
 
 
+def dangling_imports(modules: dict[str, Path]) -> list[str]:
+    """Imports of ``mpibench...`` modules that do not exist (a module moved, an import left behind)."""
+    dangling = []
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                targets = [base]
+            dangling += [f"{name}:{node.lineno} imports {t}" for t in targets
+                         if t.split(".")[0] == "mpibench" and t not in modules]
+    return sorted(dangling)
+
+
 def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     """module -> the package modules it imports."""
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
@@ -138,6 +157,16 @@ def graph():
 def test_every_module_has_a_layer(graph):
     for name in graph:
         layer_of(name)
+
+
+def test_every_project_import_names_a_module_that_exists():
+    assert dangling_imports(module_files()) == []
+
+
+def test_a_dangling_import_is_named(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text("def f():\n    from .gone import x\n")
+    assert dangling_imports({"mpibench.a": path}) == ["mpibench.a:2 imports mpibench.gone"]
 
 
 def test_no_import_points_up(graph):
