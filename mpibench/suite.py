@@ -1,6 +1,7 @@
 """The jobs behind the command line: one run, and the main job over every scenario."""
 from __future__ import annotations
 
+import os
 import time
 
 from mpi4py import MPI
@@ -162,7 +163,8 @@ def run_plan(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=No
             job.setdefault("until", time.time() + job["sweep_s"])  # rank 0's clock decides
             if not _within_budget(comm, job):
                 continue
-        _progress(comm, f"{'case ' + out if out else 'scenario ' + config.scenario} under {config.strategy} ...")
+        what = f"case {os.path.basename(os.path.dirname(out))}" if out else f"scenario {config.scenario}"
+        _progress(comm, f"{what} under {config.strategy} ...")
         if out is None:
             summary, comm = run_scenario_on(config, comm, records, backend, continuation=continuation)
         else:
