@@ -1,7 +1,6 @@
 """The jobs behind the command line: one run, and the main job over every scenario."""
 from __future__ import annotations
 
-import os
 import time
 
 from mpi4py import MPI
@@ -163,7 +162,7 @@ def run_plan(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=No
             job.setdefault("until", time.time() + job["sweep_s"])  # rank 0's clock decides
             if not _within_budget(comm, job):
                 continue
-        what = f"case {os.path.basename(os.path.dirname(out))}" if out else f"scenario {config.scenario}"
+        what = f"case {_case_name(out)}" if out else f"scenario {config.scenario}"
         _progress(comm, f"{what} under {config.strategy} ...")
         if out is None:
             summary, comm = run_scenario_on(config, comm, records, backend, continuation=continuation)
@@ -181,6 +180,12 @@ def run_plan(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=No
         results.append((config, summary, out))
     comm = restore_world(comm, n, {**job, "index": len(plan)})
     return results, comm
+
+
+def _case_name(out: str) -> str:
+    import os
+
+    return os.path.basename(os.path.dirname(os.path.normpath(out)))
 
 
 def _within_budget(comm: MPI.Comm, job: dict) -> bool:
