@@ -50,7 +50,7 @@ def batch_job(configs: list[RunConfig], outs: list[str]) -> int:
 
     world = MPI.COMM_WORLD
     job = {"kind": "batch", "plan": list(configs), "outs": list(outs), "index": 0, "n": world.Get_size(),
-           "base": configs[0], "start": time.time()}
+           "base": configs[0], "start": time.time(), "restore_at_end": False}
     return batch_loop(job, recoverable_dup(world), 0, RunRecords(None), _backend(configs[0]))
 
 

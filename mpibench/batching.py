@@ -84,7 +84,16 @@ class BatchQueue:
 
     def _batch(self, workers: int, cases: list[Case]) -> Batch:
         self.batches += 1
-        return Batch(f"b{self.batches:04d}-n{workers}", workers, tuple(cases))
+        return Batch(f"b{self.batches:04d}-n{workers}", workers, tuple(shrinking_last(cases)))
+
+
+def shrinking_last(cases: list[Case]) -> list[Case]:
+    """``cases`` with one that ends smaller (a kill under shrink) moved last: after the last
+    case a batch restores nothing, so that saves spawning replacements once."""
+    shrinking = [c for c in cases if c.recovery == "shrink" and any(e.kind == "kill" for e in c.schedule.events)]
+    if not shrinking or cases[-1] in shrinking:
+        return list(cases)
+    return [c for c in cases if c is not shrinking[-1]] + [shrinking[-1]]
 
 
 def case_folder(out: Path, case: Case) -> Path:

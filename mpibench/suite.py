@@ -178,7 +178,8 @@ def run_plan(job: dict, comm: MPI.Comm, first: int, records, backend, resumed=No
                 write_case_status(out, _exit_status([(config, summary)]), summary.error,
                                   time.perf_counter() - start)
         results.append((config, summary, out))
-    comm = restore_world(comm, n, {**job, "index": len(plan)})
+    if job.get("restore_at_end", True):  # a batch ends here: no world to restore for
+        comm = restore_world(comm, n, {**job, "index": len(plan)})
     return results, comm
 
 

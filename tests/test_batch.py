@@ -146,3 +146,33 @@ def test_batch_cases_give_the_rows_of_their_own_run_commands(tmp_path):
             assert len(batch) and len(batch) == len(alone), f"{o.case.case_id} {name}: row count differs"
             differ = batch.compare(alone)
             assert differ.empty, f"{o.case.case_id} {name} differs alone:\n{differ.to_string()[:1500]}"
+
+
+@pytest.mark.mpi
+def test_the_main_job_ends_with_a_sweep_whose_cases_replay(tmp_path):
+    from mpirun import run_mpi
+
+    mpirun = mpirun_command()
+    mpirun = mpirun if "state_base_recoverable" in mpirun else mpirun + ["--prtemca", "state_base_recoverable", "1"]
+    env = {"MPIBENCH_NO_BENCH": "1", "MPIBENCH_SCENARIOS": "none", "MPIBENCH_JOB_SWEEP_S": "20",
+           "MPIBENCH_MPIEXEC": shlex.join(mpirun)}  # the launcher the replay commands name
+    os.environ.update(env)
+    try:
+        job = run_mpi(3, ["--steps", "4"], tmp_path, timeout=300,
+                      mpirun=mpirun + [a for k in env for a in ("-x", k)])
+    finally:
+        for k in env:
+            del os.environ[k]
+    assert job.returncode == 0, job.text[-3000:]
+    sweep = pd.read_csv(tmp_path / "sweep.csv", keep_default_na=False)
+    info = json.loads((tmp_path / "sweep.json").read_text())
+    assert len(sweep) >= 1 and (sweep.outcome == "ok").all() and (sweep.workers == 3).all(), sweep
+    assert info["cases"] == len(sweep) and info["swarm"] and "sweep of" in job.stdout
+    first = sweep.iloc[0]
+    replay = run_job(shlex.split(first.replay), tmp_path / "replay-log", 120)
+    assert replay.returncode == 0, replay.stderr_tail[-2000:]
+    folder = tmp_path / "sweep-cases" / first.case
+    for name in ("steps.csv", "invariants.csv", "faults.csv"):
+        in_job = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))
+        alone = deterministic(pd.read_csv(folder / "replay" / name, keep_default_na=False))
+        assert len(in_job) and in_job.compare(alone).empty, name
