@@ -201,7 +201,8 @@ def bench(sizes, strategies, iterations, warmup, seed, bucket_bytes, ps_shards, 
 
 
 @main.command()
-@click.option("--seeds", type=int, default=10, show_default=True, help="seeds per worker count and strategy")
+@click.option("--seeds", type=int, default=10, show_default=True,
+              help="seeds; each gives a case per worker count and strategy (--swarm: per worker count)")
 @click.option("--workers", default="2,3,5,8", show_default=True, help="worker counts, comma-separated")
 @click.option("--strategies", default=None,
               help="strategies, comma-separated [default: ring,ps; with --swarm every registered one]")
@@ -220,7 +221,8 @@ def bench(sizes, strategies, iterations, warmup, seed, bucket_bytes, ps_shards, 
               help="launcher for the cases [default: $MPIBENCH_MPIEXEC, else mpirun]")
 @click.option("--first-seed", type=int, default=0, show_default=True, help="seeds run from here")
 @click.option("--case-deadline", type=float, default=180.0, show_default=True,
-              help="seconds before a case's job is killed and recorded as hung")
+              help="seconds a launch may go without finishing a case before it is killed and "
+                   "the case recorded as hung")
 @click.option("--shrink-runs", type=int, default=30, show_default=True,
               help="most jobs spent shrinking each violating case (0: no shrinking)")
 @click.option("--mutant", default=None, hidden=True, help="self-test only: every case runs this mutant")
