@@ -116,7 +116,7 @@ def run_sweep(cases: Iterable[Case], settings: SweepSettings, stream=None, total
     progress.finish()
     outcomes = in_plan_order(done, queue)
     for outcome in outcomes:
-        if outcome.outcome == VIOLATION:
+        if outcome.outcome == VIOLATION and settings.shrink_runs > 0:
             minimise_case(outcome, settings, stream)
     write_tables(outcomes, settings.out)
     return outcomes
