@@ -38,7 +38,7 @@ endif
 export OMPI_MCA_mpi_yield_when_idle ?= 1
 export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
 
-.PHONY: run test test-slow bench sweep venv clean system-deps
+.PHONY: run test test-slow bench sweep soak venv clean system-deps
 
 # Debian packages the full test suite needs: headless Chromium for the report's
 # browser test; munge + Slurm daemons for the job-script tests; iproute2, nftables and
@@ -84,6 +84,12 @@ system-deps:
 
 sweep: $(STAMP)
 	$(PY) -m mpibench sweep $(if $(OUT),--out $(OUT)) $(SWEEP_ARGS)
+
+# Long-haul: swarm cases (random schedule, strategy, recovery, knobs) until SOAK_MIN minutes pass.
+SOAK_MIN ?= 10
+soak: $(STAMP)
+	$(PY) -m mpibench sweep --swarm --time-budget $(SOAK_MIN) --workers 2,3,4,5,8 --jobs 2 \
+		$(if $(OUT),--out $(OUT)/soak) $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) mpibench-out $(OUT) build *.egg-info

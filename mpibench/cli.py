@@ -301,45 +301,62 @@ def compare(run_a, run_b, threshold, out):
 
 
 @main.command()
-@click.option("--seeds", type=int, default=10, show_default=True, help="seeds per worker count and strategy")
+@click.option("--seeds", type=int, default=10, show_default=True,
+              help="seeds; each gives a case per worker count and strategy (--swarm: per worker count)")
 @click.option("--workers", default="2,3,5,8", show_default=True, help="worker counts, comma-separated")
 @click.option("--strategies", default=None,
-              help="strategies, comma-separated [default: every checked strategy, see 'strategies']")
+              help="strategies, comma-separated [default: every checked strategy, see 'strategies'; "
+                   "with --swarm every registered one]")
 @click.option("--steps", type=int, default=10, show_default=True, help="training steps per case")
-@click.option("--jobs", type=int, default=1, show_default=True, help="cases run at the same time")
+@click.option("--jobs", type=int, default=1, show_default=True, help="launches run at the same time")
+@click.option("--swarm", is_flag=True,
+              help="each case draws strategy, recovery, bucket bytes, PS shards, batch size, samples and "
+                   "check interval from its seed (one case per seed and worker count)")
+@click.option("--cases-per-launch", type=int, default=12, show_default=True,
+              help="cases run one after another in one mpirun job (1: one job per case)")
+@click.option("--time-budget", type=float, default=None, metavar="MINUTES",
+              help="keep drawing seeds until this many minutes have passed (--seeds is then ignored)")
 @_with_options(out_options("sweep.csv, findings.csv, sweep.json and one folder per case"))
 @click.option("--mpiexec", default=None,
               help="launcher for the cases [default: $MPIBENCH_MPIEXEC, else this Python's mpirun with the "
                    "flags 'make run' uses]")
 @click.option("--first-seed", type=int, default=0, show_default=True, help="seeds run from here")
 @click.option("--case-deadline", type=float, default=180.0, show_default=True,
-              help="seconds before a case's job is killed and recorded as hung")
+              help="seconds a launch may go without finishing a case before it is killed and "
+                   "the case recorded as hung")
 @click.option("--shrink-runs", type=int, default=30, show_default=True,
               help="most jobs spent shrinking each violating case (0: no shrinking)")
 @click.option("--mutant", default=None, hidden=True, help="self-test only: every case runs this mutant")
 def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
-          mutant, **kw):
+          mutant, swarm, cases_per_launch, time_budget, **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
-    Each case is one MPI job; sweep.csv gets one row per case with its
-    violations and the exact command that replays it. Exit 0 when every case
-    held every invariant, 1 otherwise.
+    Cases of one worker count run many per mpirun job, the world size restored
+    between them; each case still writes its own folder, and sweep.csv gets one
+    row per case with its violations and the exact 'run' command that replays
+    it alone. A job that dies is a finding in the case it died in; the cases it
+    had not reached run again in a new job. Exit 0 when every case held every
+    invariant, 1 otherwise.
     """
     from mpibench.drive.launch import LaunchError, preflight, stop_on_sigterm
     from mpibench.job.outdir import OutDirError, resolve
     from mpibench.drive.sweep import parse_list, sweep_command
 
-    if seeds < 1 or steps < 1 or jobs < 1 or first_seed < 0 or shrink_runs < 0:
-        raise UsageError("--seeds, --steps and --jobs must be positive, --first-seed and --shrink-runs "
-                         "0 or positive")
+    if seeds < 1 or steps < 1 or jobs < 1 or cases_per_launch < 1 or first_seed < 0 or shrink_runs < 0:
+        raise UsageError("--seeds, --steps, --jobs and --cases-per-launch must be positive, --first-seed "
+                         "and --shrink-runs 0 or positive")
+    if time_budget is not None and not 0 < time_budget < float("inf"):
+        raise UsageError(f"--time-budget must be a positive number of minutes, got {time_budget}")
     if not math.isfinite(case_deadline) or case_deadline <= 0:
         raise UsageError(f"--case-deadline must be a positive number of seconds, got {case_deadline}")
     worker_counts = parse_list(workers, "--workers", int)
     if min(worker_counts) < 1:
         raise UsageError("--workers must be positive")
+    from .job.swarm import registered_strategies
     from .sync.registry import CHECKED, validate
 
-    strategies = strategies if strategies is not None else ",".join(CHECKED)
+    if strategies is None:
+        strategies = ",".join(registered_strategies() if swarm else CHECKED)
     validate(parse_list(strategies, "--strategies"))
     request = out_request(kw, "sweep", first_seed)
     stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
@@ -354,7 +371,7 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
         raise UsageError(str(exc)) from None
     extra = ("--mutant", mutant) if mutant else ()
     sys.exit(sweep_command(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed,
-                           case_deadline, shrink_runs, extra))
+                           case_deadline, shrink_runs, extra, swarm, cases_per_launch, time_budget))
 
 
 @main.command()
@@ -418,6 +435,43 @@ def scenarios():
 
     for line in describe():
         click.echo(line)
+
+
+def parse_run_args(args: list[str]) -> tuple[RunConfig, str, str | None]:
+    """A ``run`` argument list (``run`` first) read exactly as ``run`` reads it:
+    (config, --out, --mutant)."""
+    if not args or args[0] != "run":
+        raise UsageError(f"not a run command: {' '.join(args)!r}")
+    try:
+        params = dict(run.make_context("run", list(args[1:])).params)
+    except click.ClickException as exc:
+        raise UsageError(f"bad run arguments {' '.join(args)!r}: {exc.format_message()}") from None
+    mutant, out = params.pop("mutant"), params["out"]
+    return config_from(params.pop("strategy"), params.pop("scenario"), **params), out, mutant
+
+
+@main.command(name="batch", hidden=True)
+@click.argument("plan_file", metavar="PLAN")
+def batch(plan_file):
+    """Internal: a sweep's cases one after another in one launch (under mpirun; see mpibench.job.batch)."""
+    from .job.batch import batch_job, read_plan
+
+    def body() -> int:
+        parsed = [parse_run_args(list(c.args)) for c in read_plan(plan_file)]
+        mutants = {m for _, _, m in parsed}
+        if len(mutants) > 1:
+            raise UsageError("the cases of a batch must share one --mutant")
+        mutant = mutants.pop()
+        if mutant is not None:
+            from .job.mutants import install
+
+            try:
+                install(mutant)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        return batch_job([c for c, _, _ in parsed], [o for _, o, _ in parsed])
+
+    sys.exit(_guarded(body))
 
 
 @main.command(name="_replacement", hidden=True)

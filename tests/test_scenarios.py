@@ -36,15 +36,16 @@ def launcher() -> list[str]:
 
 
 def main_job(tmp_path, n, scenarios, *args, timeout=240, strategies=("ring", "ps")):
-    os.environ["MPIBENCH_NO_BENCH"] = "1"
+    os.environ["MPIBENCH_NO_BENCH"] = os.environ["MPIBENCH_NO_SWEEP"] = "1"
     os.environ["MPIBENCH_SCENARIOS"] = ",".join(scenarios)
     os.environ["MPIBENCH_STRATEGIES"] = ",".join(strategies)
     try:
         job = run_mpi(n, ["--steps", "5", *args], tmp_path, timeout=timeout,
                       mpirun=launcher() + ["-x", "MPIBENCH_NO_BENCH", "-x", "MPIBENCH_SCENARIOS",
-                                           "-x", "MPIBENCH_STRATEGIES"])
+                                           "-x", "MPIBENCH_STRATEGIES", "-x", "MPIBENCH_NO_SWEEP"])
     finally:
         del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"], os.environ["MPIBENCH_STRATEGIES"]
+        del os.environ["MPIBENCH_NO_SWEEP"]
     return job
 
 

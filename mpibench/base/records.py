@@ -13,6 +13,8 @@ import numpy as np
 from typing import Iterable
 
 SCHEMA_VERSION = 1
+# A case run inside a batch job writes the exit status its own `run` would have had here.
+STATUS_FILE = "case-status.json"
 
 STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", "contributing",
                 "excluded", "effective_batch", "epoch_ends", "loss_mean", "loss_var",

@@ -15,6 +15,7 @@ ORDER = 3
 MODEL = 4
 SCHEDULE = 5
 BENCH = 6
+SWARM = 7  # a sweep case's configuration knobs
 
 
 def generator(seed: int, purpose: int, *key: int) -> np.random.Generator:

@@ -1,22 +1,26 @@
 """One sweep case: a seeded fault schedule run as one MPI job, and its verdict.
 
-A case is (seed, workers, strategy, recovery, steps, schedule). It is written
-to a folder as ``schedule.toml`` and run with ``run --scenario FILE.toml``, so
-the exact command that replays it is an ordinary ``run`` command line. Its
-outcome is read back from the job's CSVs: a row for ``sweep.csv`` whose
-columns, the ``_s`` ones aside, depend only on the case. The verdict is the
-checker's, computed here from the job's history (never the launcher's exit
-status, which can be 0 after a violation): a case whose history cannot be
-judged is ``no-verdict``, never a pass.
+A case is (seed, workers, strategy, recovery, steps, schedule, further run
+options). It is written to a folder as ``schedule.toml`` and run with ``run
+--scenario FILE.toml``, alone or as one case of a batch (:mod:`mpibench.job.batch`),
+so the exact command that replays it is an ordinary ``run`` command line. Its
+outcome is read back from its output folder by :func:`judge`: a row for
+``sweep.csv`` whose columns, the ``_s`` ones aside, depend only on the case. The
+verdict is the checker's, computed here from the case's history (never the
+launcher's exit status, which can be 0 after a violation): a case whose history
+cannot be judged is ``no-verdict``, never a pass.
 """
 from __future__ import annotations
 
 import csv
+import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpibench.faults.toml_io import dump as schedule_toml
+
+from mpibench.base.records import STATUS_FILE
 
 from .launch import JobResult, mpibench_command, run_job
 
@@ -122,8 +126,31 @@ def case_verdict(out_dir: Path):
     return verdict
 
 
-def judge(case: Case, out_dir: Path, job: JobResult, replay: str) -> Outcome:
-    """The case's outcome from the checker's verdict; a broken job is a finding, not a pass."""
+
+
+def batch_case_job(out_dir: Path, batch: JobResult, last: bool) -> JobResult:
+    """What one case of a batch amounts to, as if it had been its own job.
+
+    A finished case has the exit status its ``run`` command would have had (from
+    its status file); the batch's own trouble (a crash or hang before this case
+    finished, or at exit after the last case) is charged to the case it happened in.
+    """
+    try:
+        status = json.loads((out_dir / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return batch
+    code = status["exit_status"]
+    if last and (batch.hung or batch.returncode != 0):
+        code = batch.returncode
+    return JobResult(code, float(status.get("wall_s", 0.0)), batch.deadline_s, batch.stdout_tail, batch.stderr_tail)
+
+
+def judge(case: Case, out_dir: Path, job: JobResult, replay: str, in_batch: bool = False) -> Outcome:
+    """The case's outcome from the checker's verdict; a broken job is a finding, not a pass.
+
+    ``in_batch``: the case ran in a batch (``job`` from :func:`batch_case_job`); it
+    finished only if its status file exists, whatever the batch's exit status.
+    """
     verdict = case_verdict(out_dir)
     steps = sum(c.steps for c in verdict.cases)
     injected: dict[str, int] = {}
@@ -131,13 +158,17 @@ def judge(case: Case, out_dir: Path, job: JobResult, replay: str) -> Outcome:
         injected[row["kind"]] = injected.get(row["kind"], 0) + 1
     v = verdict.first_violation
     first = f"{v.step} {v.invariant}" if v else ""
-    finished = "wall time" in job.stdout_tail  # the summary was printed: any trouble came on the way out
+    # The summary was printed (or the batch recorded the case): any trouble came on the way out.
+    finished = (out_dir / STATUS_FILE).exists() if in_batch else "wall time" in job.stdout_tail
     if verdict.verdict == "fail":
         outcome = VIOLATION  # whatever the launcher said
     elif job.hung:
         outcome = HANG
         first = (f"hung at exit after a finished run (killed at the {job.deadline_s:g} s deadline)"
                  if finished else f"hung: no exit within the {job.deadline_s:g} s deadline")
+    elif in_batch and not finished:
+        outcome = CRASH
+        first = f"the batch job ended (exit {job.returncode}) during this case"
     elif job.returncode != 0:
         outcome = CRASH
         first = (f"job exited {job.returncode}" + (" at exit after a finished run" if finished else "")

@@ -138,8 +138,9 @@ _LIVE: set[subprocess.Popen] = set()  # jobs still running, for kill_all
 _LIVE_LOCK = threading.Lock()
 
 
-def run_job(cmd: list[str], log_dir: Path, deadline_s: float) -> JobResult:
-    """Run ``cmd`` with stdout/stderr in ``log_dir``; kill its process group at the deadline."""
+def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None) -> JobResult:
+    """Run ``cmd`` with stdout/stderr in ``log_dir``; kill its process group at the deadline,
+    or as soon as ``stalled()`` (polled every second, if given) says it stopped making progress."""
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.perf_counter()
@@ -149,7 +150,7 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float) -> JobResult:
         with _LIVE_LOCK:
             _LIVE.add(proc)
         try:
-            code = proc.wait(timeout=deadline_s)
+            code = _wait(proc, deadline_s, stalled)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
@@ -158,6 +159,18 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float) -> JobResult:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
     return JobResult(code, time.perf_counter() - start, deadline_s, tail(out_path), tail(err_path))
+
+
+def _wait(proc: subprocess.Popen, deadline_s: float, stalled) -> int:
+    if stalled is None:
+        return proc.wait(timeout=deadline_s)
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            return proc.wait(timeout=max(0.0, min(1.0, end - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= end or stalled():
+                raise
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:

@@ -13,17 +13,20 @@ beside the original.
 """
 from __future__ import annotations
 
+import itertools
 import shlex
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
+from .batching import BatchQueue, case_folder, run_batch, run_queue
 from .cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
-from .launch import kill_all, launcher_argv, stop_on_sigterm
+from .launch import launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
 from mpibench.base.records import SWEEP_COLUMNS, CsvLog
@@ -35,23 +38,42 @@ FINDING_COLUMNS = ["case", "outcome", "first_violation", "exit_status", "stderr_
 
 @dataclass(frozen=True)
 class SweepPlan:
-    seeds: int
+    seeds: int | None  # None: endless (a sweep with a time budget)
     workers: tuple[int, ...]
     strategies: tuple[str, ...]
     steps: int
     first_seed: int = 0
     extra: tuple[str, ...] = ()  # further ``run`` options for every case
+    swarm: bool = False  # each case draws strategy, recovery and knobs from its seed
 
     def cases(self) -> list[Case]:
+        if self.seeds is None:
+            raise ValueError("an endless plan has no list of cases; use stream()")
+        return list(self.stream())
+
+    def stream(self) -> Iterator[Case]:
+        """The cases in plan order: seed-major, then workers, then strategy."""
+        seeds = itertools.count(self.first_seed) if self.seeds is None else \
+            range(self.first_seed, self.first_seed + self.seeds)
+        for seed in seeds:
+            yield from self.cases_of(seed)
+
+    def cases_of(self, seed: int) -> list[Case]:
         from mpibench.faults import random_schedule
 
+        from mpibench.job.swarm import draw_knobs
+
         plan = []
-        for seed in range(self.first_seed, self.first_seed + self.seeds):
-            for workers in self.workers:
-                schedule = random_schedule(seed, workers, self.steps)
-                for strategy in self.strategies:
-                    plan.append(Case(f"s{seed}-n{workers}-{strategy}", seed, workers, strategy,
-                                     RECOVERIES[seed % 2], self.steps, schedule, self.extra))
+        for workers in self.workers:
+            schedule = random_schedule(seed, workers, self.steps)
+            if self.swarm:
+                k = draw_knobs(seed, workers, self.strategies)
+                plan.append(Case(f"s{seed}-n{workers}-{k.strategy}-{k.recovery}", seed, workers, k.strategy,
+                                 k.recovery, self.steps, schedule, k.run_options() + self.extra))
+                continue
+            for strategy in self.strategies:
+                plan.append(Case(f"s{seed}-n{workers}-{strategy}", seed, workers, strategy,
+                                 RECOVERIES[seed % 2], self.steps, schedule, self.extra))
         return plan
 
 
@@ -62,42 +84,46 @@ class SweepSettings:
     jobs: int = 1
     case_deadline_s: float = 180.0
     shrink_runs: int = 30
+    cases_per_launch: int = 1  # 1: one ``run`` job per case; more: batches (mpibench.drive.batching)
+    time_budget_s: float | None = None  # stop handing out batches after this long
 
 
 # ---------------------------------------------------------------------------- running
-def run_sweep(cases: list[Case], settings: SweepSettings, stream=None) -> list[Outcome]:
-    """Run ``cases``; write sweep.csv and findings.csv; shrink the violating ones."""
+def run_sweep(cases: Iterable[Case], settings: SweepSettings, stream=None, total: int | None = None) -> list[Outcome]:
+    """Run ``cases`` (plan order; endless with a time budget); write sweep.csv and
+    findings.csv as cases finish; shrink the violating ones."""
     stream = stream or sys.stderr
     settings.out.mkdir(parents=True, exist_ok=True)
-    progress = Progress(len(cases), stream)
-    done: dict[int, Outcome] = {}
-    with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
-        futures = {pool.submit(_run_one, case, settings): i for i, case in enumerate(cases)}
-        try:
-            for future in as_completed(futures):
-                outcome = future.result()
-                done[futures[future]] = outcome
+    if total is None and isinstance(cases, list):
+        total = len(cases)
+    progress = Progress(total, stream, budget_s=settings.time_budget_s)
+    until = None if settings.time_budget_s is None else time.monotonic() + settings.time_budget_s
+    queue = BatchQueue(cases, settings.cases_per_launch, until)
+    done: dict[str, Outcome] = {}
+    lock = threading.Lock()
+
+    def record(outcomes: list[Outcome]) -> None:
+        with lock:
+            for outcome in outcomes:
+                done[outcome.case.case_id] = outcome
                 progress.advance(outcome.outcome != OK)
-                write_tables([done[i] for i in sorted(done)], settings.out)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            kill_all()  # the running jobs end now; sweep.csv keeps the finished cases
-            raise
+            write_tables(in_plan_order(done, queue), settings.out)
+
+    def run(batch):
+        return run_batch(batch, settings.out, settings.mpiexec, settings.case_deadline_s)
+
+    run_queue(queue, settings.jobs, run, record)
     progress.finish()
-    outcomes = [done[i] for i in range(len(cases))]
+    outcomes = in_plan_order(done, queue)
     for outcome in outcomes:
-        if outcome.outcome == VIOLATION:
+        if outcome.outcome == VIOLATION and settings.shrink_runs > 0:
             minimise_case(outcome, settings, stream)
     write_tables(outcomes, settings.out)
     return outcomes
 
 
-def _run_one(case: Case, settings: SweepSettings) -> Outcome:
-    return run_case(case, case_folder(settings.out, case), settings.mpiexec, settings.case_deadline_s)
-
-
-def case_folder(out: Path, case: Case) -> Path:
-    return out / "cases" / case.case_id
+def in_plan_order(done: dict[str, Outcome], queue: BatchQueue) -> list[Outcome]:
+    return sorted(done.values(), key=lambda o: queue.order[o.case.case_id])
 
 
 def write_tables(outcomes: list[Outcome], out: Path) -> None:
@@ -162,7 +188,15 @@ def tally(outcomes: list[Outcome]) -> dict:
             planned[event.kind] = planned.get(event.kind, 0) + 1
         for kind, n in o.faults_injected.items():
             injected[kind] = injected.get(kind, 0) + n
-    return {"outcomes": counts, "scheduled": planned, "injected": dict(sorted(injected.items()))}
+    spread = {name: _count(getattr(o.case, name) for o in outcomes) for name in ("workers", "strategy", "recovery")}
+    return {"outcomes": counts, "scheduled": planned, "injected": dict(sorted(injected.items())), "cases_by": spread}
+
+
+def _count(values) -> dict:
+    counts: dict = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def write_sweep_json(out: Path, plan: SweepPlan, settings: SweepSettings, outcomes: list[Outcome],
@@ -179,7 +213,8 @@ def write_sweep_json(out: Path, plan: SweepPlan, settings: SweepSettings, outcom
             "workers": list(plan.workers), "strategies": list(plan.strategies), "steps": plan.steps,
             "extra_run_options": list(plan.extra), "launcher": settings.mpiexec, "jobs": settings.jobs,
             "case_deadline_s": settings.case_deadline_s, "shrink_runs": settings.shrink_runs,
-            "cases": len(outcomes), "wall_s": round(wall_s, 1),
+            "swarm": plan.swarm, "cases_per_launch": settings.cases_per_launch,
+            "time_budget_s": settings.time_budget_s, "cases": len(outcomes), "wall_s": round(wall_s, 1),
             "cases_per_minute": round(len(outcomes) / (wall_s / 60), 2) if wall_s > 0 else None,
             **tally(outcomes), "cores": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "packages": package_versions()}
@@ -217,31 +252,44 @@ def parse_list(text: str, what: str, cast=str) -> tuple:
     return items
 
 
-def sweep_command(seeds: int, workers: str, strategies: str, steps: int, jobs: int, out: str,
+def sweep_command(seeds: int, workers: str, strategies: str | None, steps: int, jobs: int, out: str,
                   mpiexec: str | None, first_seed: int, case_deadline: float, shrink_runs: int,
-                  extra: tuple[str, ...] = ()) -> int:
-    """The ``sweep`` command body; the exit status (0 only when every case was ok)."""
+                  extra: tuple[str, ...] = (), swarm: bool = False, cases_per_launch: int = 1,
+                  time_budget_min: float | None = None) -> int:
+    """The ``sweep`` command body; the exit status (0 only when every case was ok).
+
+    ``strategies`` None: every checked strategy, or with ``swarm`` every registered strategy.
+    ``time_budget_min``: draw seeds from ``first_seed`` on until the budget is spent
+    (``seeds`` is then ignored).
+    """
     from mpibench.base.config import UsageError
+    from mpibench.job.swarm import registered_strategies
     from mpibench.sync import registry
 
     worker_counts = parse_list(workers, "--workers", int)
-    names = registry.validate(parse_list(strategies, "--strategies"))
-    if seeds < 1 or steps < 1 or jobs < 1 or min(worker_counts) < 1:
-        raise UsageError("--seeds, --steps, --jobs and --workers must be positive")
+    names = registry.validate(parse_list(strategies or (",".join(registered_strategies()) if swarm
+                                                       else ",".join(registry.CHECKED)), "--strategies"))
+    if seeds < 1 or steps < 1 or jobs < 1 or min(worker_counts) < 1 or cases_per_launch < 1:
+        raise UsageError("--seeds, --steps, --jobs, --workers and --cases-per-launch must be positive")
+    if time_budget_min is not None and not 0 < time_budget_min < float("inf"):
+        raise UsageError(f"--time-budget must be a positive number of minutes, got {time_budget_min}")
     argv = launcher_argv(mpiexec)
     if not argv:
         raise UsageError("--mpiexec is empty")
     if not any(a.startswith("--with-ft") for a in argv):
         click.echo("note: the launcher has no '--with-ft ulfm'; under Open MPI a killed rank then "
                    "ends the whole job, and each such case is a crash finding", err=True)
-    plan = SweepPlan(seeds, worker_counts, names, steps, first_seed, extra)
-    settings = SweepSettings(Path(out), argv, jobs, case_deadline, shrink_runs)
-    click.echo(f"sweep: {seeds} seeds x workers {','.join(map(str, worker_counts))} x "
-               f"{','.join(names)} = {seeds * len(worker_counts) * len(names)} cases, {jobs} at a time; "
-               f"launcher: {shlex.join(argv)}", err=True)
+    budget_s = None if time_budget_min is None else time_budget_min * 60
+    plan = SweepPlan(None if budget_s else seeds, worker_counts, names, steps, first_seed, extra, swarm)
+    settings = SweepSettings(Path(out), argv, jobs, case_deadline, shrink_runs, cases_per_launch, budget_s)
+    per_seed = len(worker_counts) * (1 if swarm else len(names))
+    size = f"for {time_budget_min:g} min" if budget_s else f"{seeds} seeds: {seeds * per_seed} cases"
+    click.echo(f"sweep{' (swarm)' if swarm else ''}: workers {','.join(map(str, worker_counts))} x "
+               f"{','.join(names)}, {size}, {jobs} launch(es) at a time, up to {cases_per_launch} cases "
+               f"per launch; launcher: {shlex.join(argv)}", err=True)
     start = time.perf_counter()
     stop_on_sigterm()
-    outcomes = run_sweep(plan.cases(), settings)
+    outcomes = run_sweep(plan.stream() if budget_s else plan.cases(), settings)
     wall_s = time.perf_counter() - start
     write_sweep_json(settings.out, plan, settings, outcomes, wall_s)
     click.echo(summary_text(outcomes, wall_s))

@@ -6,14 +6,20 @@ fault layer carries the continuation without reading it; the job layer
 (:mod:`mpibench.job.suite`) reads it to know where the replacement enters:
 
 * :class:`SingleRun` -- the job is one ``run``: finish it and report.
-* :class:`MainJobAt` -- the main job, inside its scenario ``index``: after that
-  scenario, go on with ``index + 1``.
+* :class:`MainJobAt` -- a job of many items (the :class:`MainJob`, or a
+  :class:`Batch` of sweep cases), inside its item ``index``: after that item,
+  go on with ``index + 1``.
 * :class:`BetweenScenarios` -- spawned to restore the world size before
-  scenario ``index`` of the main job (not inside any scenario).
+  item ``index`` of such a job (not inside any item).
 
-Both main-job continuations carry the outcomes of the scenarios already
-run: whichever process ends up first in the membership prints the closing
-table, and it may have joined late.
+Both carry the outcomes of the items already run (whichever process ends up
+first in the membership prints the closing table, and it may have joined
+late) and the end of the job's time budget for budgeted items, as the
+membership's first process saw it.
+
+An item writes either into the job's folder (history case ``index``) or into
+a folder of its own (``outs[index]``, history case 0), exactly as the item's
+own ``run`` command would.
 
 The fault layer's own continuation (resume a scenario at a step) is
 :class:`mpibench.faults.respawn.Resume`, which holds one of these as ``after``.
@@ -27,7 +33,7 @@ from mpibench.base.config import RunConfig
 
 @dataclass(frozen=True)
 class MainJob:
-    """The main job's plan and what it reports at the end."""
+    """The main job's plan (its scenarios, then its own short sweep) and what it reports at the end."""
 
     plan: tuple[RunConfig, ...]
     world_size: int
@@ -35,6 +41,34 @@ class MainJob:
     base: RunConfig
     calibration: object  # results.job calibration, or None when benchmarks are left out
     start_time: float  # time.time() at the start, for the closing wall time
+    outs: tuple = ()  # per item: its own folder, or None (the job's folder); empty: every item in ``out``
+    budgeted_from: int | None = None  # items from here run only while the sweep budget lasts
+    sweep_s: float = 0.0  # that budget, counted from the first budgeted item
+    sweep: object = None  # mpibench.job.jobsweep.JobSweep: the sweep's cases, judged at the end
+    restore_at_end = True  # the benchmarks after the plan want the whole world
+
+    def folder(self, index: int) -> tuple[str, int]:
+        """(output folder, history case index) of item ``index``."""
+        own = self.outs[index] if index < len(self.outs) else None
+        return (own, 0) if own is not None else (self.out, index)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Sweep cases one after another in one launch, each in its own folder (``batch`` command)."""
+
+    plan: tuple[RunConfig, ...]
+    world_size: int
+    outs: tuple[str, ...]
+    base: RunConfig
+    start_time: float
+    out = None  # no folder of the job's own
+    budgeted_from = None
+    sweep_s = 0.0
+    restore_at_end = False  # nothing runs after the last case
+
+    def folder(self, index: int) -> tuple[str, int]:
+        return self.outs[min(index, len(self.outs) - 1)], 0
 
 
 @dataclass(frozen=True)
@@ -42,27 +76,41 @@ class SingleRun:
     out: str  # the job's output folder
     index: int = 0  # the run's one case
 
+    @property
+    def case_index(self) -> int:
+        return self.index
+
 
 @dataclass(frozen=True)
 class MainJobAt:
-    job: MainJob
-    index: int  # the scenario of the plan being run
-    done: tuple = ()  # (config, summary) of the scenarios before it, for the closing table
+    job: MainJob | Batch
+    index: int  # the item of the plan being run
+    done: tuple = ()  # (config, summary, own folder or None) of the items before it
+    until: float | None = None  # time.time() when budgeted items stop (None: not started yet)
 
     @property
     def out(self) -> str:
-        return self.job.out
+        return self.job.folder(self.index)[0]
+
+    @property
+    def case_index(self) -> int:
+        return self.job.folder(self.index)[1]
 
 
 @dataclass(frozen=True)
 class BetweenScenarios:
-    job: MainJob
-    index: int  # the scenario of the plan that comes next
-    done: tuple = ()  # (config, summary) of the scenarios before it, for the closing table
+    job: MainJob | Batch
+    index: int  # the item of the plan that comes next
+    done: tuple = ()  # (config, summary, own folder or None) of the items before it
+    until: float | None = None  # time.time() when budgeted items stop (None: not started yet)
 
     @property
     def out(self) -> str:
-        return self.job.out
+        return self.job.folder(self.index)[0]
+
+    @property
+    def case_index(self) -> int:
+        return self.job.folder(self.index)[1]
 
 
 Continuation = SingleRun | MainJobAt | BetweenScenarios

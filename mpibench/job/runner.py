@@ -61,7 +61,7 @@ def case_dir(config: RunConfig, continuation) -> str | None:
     out = _field(continuation, "out")
     if out is None or os.environ.get("MPIBENCH_HISTORY") == "off":  # benchmarks only: nothing to judge
         return None
-    index = _field(continuation, "index") or 0
+    index = _field(continuation, "case_index") or 0
     return os.path.join(out, "history", case_id(index, config.scenario, config.strategy, config.recovery))
 
 
@@ -79,7 +79,7 @@ def write_case_json(config: RunConfig, schedule, continuation, world_size: int) 
     if folder is None:
         return
     write_case(folder, {
-        "case": os.path.basename(folder), "index": _field(continuation, "index") or 0,
+        "case": os.path.basename(folder), "index": _field(continuation, "case_index") or 0,
         "scenario": config.scenario, "strategy": config.strategy, "recovery": config.recovery,
         "world_size": world_size, "seed": config.seed, "config": config.as_dict(),
         "schedule": schedule_data(schedule), "replay": replay_command(config, world_size)})

@@ -11,8 +11,10 @@ from mpibench.base.records import RunRecords
 from mpibench.engine.history import case_id
 from mpibench.engine.worker import Summary, violation_message
 
-from .continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
-from .runner import free_comm, prepare, recoverable_dup, resume_scenario, run_scenario_on
+from .caseloop import run_in_folder, run_plan
+from .runfolder import backend_for, open_out, open_records, write_run_json, verdict_status
+from .continuation import Batch, BetweenScenarios, MainJob, MainJobAt, SingleRun
+from .runner import free_comm, prepare, recoverable_dup, resume_scenario
 
 # The main job's scenarios run under these by default: the two classic schemes and the
 # size-driven choice between the logarithmic ones, which keeps the job within a few
@@ -61,54 +63,17 @@ def _benchmarks_wanted() -> bool:
     return os.environ.get("MPIBENCH_NO_BENCH") != "1"
 
 
-def _backend(config: RunConfig):
-    from mpibench.kernels import select_backend
-
-    try:
-        return select_backend(config.device)
-    except (RuntimeError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _hosts(world: MPI.Comm) -> list[str]:
-    return world.allgather(runinfo.this_host())
-
-
-def _write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=None, job=None,
-                    hosts=None) -> None:
-    hosts = hosts if hosts is not None else _hosts(world)
-    if world.Get_rank() == 0:
-        info = runinfo.describe({**config.as_dict(), **(job or {})}, hosts, {
-            "backend": backend.name, "device": runinfo.device_section(backend), **(extra or {})})
-        runinfo.write(out, info)
-
-
-def _open_out(world: MPI.Comm, out) -> tuple[str, list[str]]:
-    """The run's folder (an ``OutRequest``, or a path given as is), the same on every rank, and
-    every rank's host (gathered in the same collective)."""
-    from .outdir import OutRequest, resolve_on
-
-    if isinstance(out, str):
-        out = OutRequest(out, False, "run", 0)
-    return resolve_on(world, out, UsageError, runinfo.this_host())
-
-
 def single_run(config: RunConfig, out) -> int:
     from .runner import _check_ulfm
 
     world = MPI.COMM_WORLD
     _check_ulfm(prepare(config, world.Get_size()))  # bad input fails before anything is written
-    backend = _backend(config)
-    out, hosts = _open_out(world, out)
+    backend = backend_for(config)
+    out, hosts = open_out(world, out)
     _progress(world, f"run: scenario {config.scenario} under {config.strategy}, {config.steps} steps "
                      f"on {world.Get_size()} rank(s) -> {out}")
-    records = _records(world, out)
-    _write_run_json(out, config, world, backend, {"cases": [case_id(0, config.scenario, config.strategy,
-                                                                     config.recovery)]}, hosts=hosts)
     start = time.perf_counter()
-    summary, comm = run_scenario_on(config, recoverable_dup(world), records, backend,
-                                    continuation=SingleRun(out))
-    records.close()
+    summary, comm = run_in_folder(config, recoverable_dup(world), backend, SingleRun(out), hosts)
     wall_s = time.perf_counter() - start
     if comm.Get_rank() == 0:
         print(f"timing: {summary.steps} steps, loop {wall_s - summary.check_s:.6f} s, "
@@ -129,80 +94,84 @@ def main_job(base: RunConfig, out) -> int:
             for k in main_strategies()]
     for config in plan:
         _check_ulfm(prepare(config, world.Get_size()))
-    out, hosts = _open_out(world, out)
+    out, hosts = open_out(world, out)
     _progress(world, f"main job: {len(plan)} runs on {world.Get_size()} rank(s) -> {out}")
     left_out = _too_small_for(world.Get_size())
     if left_out:
         _progress(world, f"left out at {world.Get_size()} rank(s): " + ", ".join(left_out))
-    backend = _backend(base)
+    backend = backend_for(base)
     from . import finish as results_job
 
     calibration = None
     if _benchmarks_wanted():
         _progress(world, "calibrating (ping-pong, reduction, compute) ...")
         calibration = results_job.start(world, base)  # while the job is still quiet
-    records = _records(world, out)
+    records = open_records(world, out)
     # The main job's config names what it ran, not the single-run defaults it was built from.
-    _write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
+    write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
                                                 "cases": [case_id(i, c.scenario, c.strategy, c.recovery)
                                                           for i, c in enumerate(plan)],
                                                 "calibration": calibration.as_dict() if calibration else None},
                     job={"job": "main", "strategy": main_strategies(),
                          "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
-    job = MainJob(tuple(plan), world.Get_size(), out, base, calibration, time.time())
+    from .jobsweep import plan_job_sweep
+
+    sweep = plan_job_sweep(base, world, out)  # short random cases after the scenarios
+    job = MainJob(tuple(plan) + tuple(sweep.configs), world.Get_size(), out, base, calibration, time.time(),
+                  outs=(None,) * len(plan) + tuple(sweep.outs), budgeted_from=len(plan),
+                  sweep_s=sweep.budget_s, sweep=sweep)
     return _main_loop(job, recoverable_dup(world), 0, records, backend)
 
 
-def _records(world: MPI.Comm, out: str) -> RunRecords:
-    """The job's first rank creates the record files; every other rank may append later."""
-    return RunRecords(out) if world.Get_rank() == 0 else RunRecords.joining(out)
+def _shared_records(job) -> RunRecords:
+    """A joining process's records in the job's own folder (a batch has none)."""
+    return RunRecords.joining(job.out) if job.out is not None else RunRecords(None)
 
 
-def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=()) -> int:
-    """Scenarios ``first``.. of the main job, the world size restored before each, then
-    the benchmarks. Replacements spawned on the way enter here too, with ``done``: the
-    scenarios already run."""
+def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=(), until=None) -> int:
+    """Items ``first``.. of the main job (its scenarios, then its sweep cases), the world size
+    restored before each, then the benchmarks. Replacements spawned on the way enter here too,
+    with ``done``: the items already run."""
     from . import finish as results_job
 
-    plan, n = job.plan, job.world_size
-    results = list(done)
-    for index in range(first, len(plan)):
-        comm = restore_world(comm, n, BetweenScenarios(job, index, tuple(results)))
-        config = plan[index]
-        _progress(comm, f"scenario {config.scenario} under {config.strategy} ...")
-        summary, comm = run_scenario_on(config, comm, records, backend,
-                                        continuation=MainJobAt(job, index, tuple(results)))
-        results.append((config, summary))
+    from .jobsweep import finish_job_sweep
+
+    results, comm, until = run_plan(job, comm, first, records, backend, done, until)
     records.close()
-    comm = restore_world(comm, n, BetweenScenarios(job, len(plan), tuple(results)))
+    scenarios = [(c, s) for c, s, own in results if own is None]
+    sweep_code = finish_job_sweep(comm, job, results, until)
     if job.calibration is not None:
         from .bench import main_job_bench
 
         main_job_bench(comm, job.out, job.base, backend, lambda text: _progress(comm, text))
         results_job.finish(comm, job.out, job.base, job.calibration, backend, sorted(set(main_strategies()) | {"native"}),
                            lambda text: _progress(comm, text))
-    code = _finish(results, n, time.time() - job.start_time, backend, comm, job.out)
+    code = _worst(_finish(scenarios, job.world_size, time.time() - job.start_time, backend, comm, job.out),
+                  sweep_code)
     code = comm.bcast(code, root=0)  # replacements saw only part of the job
     free_comm(comm)
     return code
 
 
-def restore_world(comm: MPI.Comm, n: int, between: BetweenScenarios) -> MPI.Comm:
-    """Spawn replacements until ``comm`` has ``n`` ranks again (after shrinking scenarios)."""
-    missing = n - comm.Get_size()
-    if missing <= 0:
-        return comm
-    from mpibench.faults.respawn import spawn
+def _worst(job_code: int | None, sweep_code: int) -> int | None:
+    """The main job's status with its sweep's: a failure anywhere fails the job."""
+    if job_code is None:
+        return None
+    return 1 if 1 in (job_code, sweep_code) else max(job_code, sweep_code)
 
-    _progress(comm, f"respawning {missing} rank(s) to restore the world size {n}")
-    merged, _ = spawn(comm, missing, between)
-    free_comm(comm)
-    return merged
+
+def _loop_of(job):
+    """The loop a job of this kind runs (main job or batch); replacements re-enter it."""
+    if isinstance(job, Batch):
+        from .batch import batch_loop
+
+        return batch_loop
+    return _main_loop
 
 
 def replacement_entry(comm: MPI.Comm, continuation) -> int:
     """Where a spawned replacement enters the job (handed to the fault layer's
-    ``replacement_main``): inside a scenario, or between two of the main job's."""
+    ``replacement_main``): inside a scenario, or between two items of a main job or batch."""
     from mpibench.faults.respawn import Resume
 
     if isinstance(continuation, Resume):
@@ -211,16 +180,24 @@ def replacement_entry(comm: MPI.Comm, continuation) -> int:
         return continue_after_scenario(comm, continuation.after, config, summary, records)
     if isinstance(continuation, BetweenScenarios):
         job = continuation.job
-        return _main_loop(job, comm, continuation.index, RunRecords.joining(job.out), _backend(job.base),
-                          continuation.done)
+        return _loop_of(job)(job, comm, continuation.index, _shared_records(job), backend_for(job.base),
+                             continuation.done, continuation.until)
     raise RuntimeError(f"a replacement cannot continue with {continuation!r}")
 
 
 def continue_after_scenario(comm: MPI.Comm, after, config: RunConfig, summary: Summary, records) -> int:
     """A replacement that finished the scenario it joined: what its spawners do next."""
     if isinstance(after, MainJobAt):
-        return _main_loop(after.job, comm, after.index + 1, records, _backend(after.job.base),
-                          after.done + ((config, summary),))
+        job = after.job
+        own = after.index < len(job.outs) and job.outs[after.index] is not None
+        if own:  # a case in its own folder: judged there, then the job's own records go on
+            from .caseloop import finish_case
+
+            records.close()
+            finish_case(comm, config, summary, after.out, 0.0)
+            records = _shared_records(job)
+        done = after.done + ((config, summary, after.out if own else None),)
+        return _loop_of(job)(job, comm, after.index + 1, records, backend_for(job.base), done, after.until)
     records.close()
     code = _finish([(config, summary)], comm.Get_size(), 0.0, None, comm, after.out)
     code = comm.bcast(code, root=0)
@@ -266,19 +243,3 @@ def _finish(results, ranks: int, wall_s: float, backend=None, comm: MPI.Comm | N
     return 1 if stuck else code
 
 
-def verdict_status(out: str | None, checked=()) -> int:
-    """Write verdict.json and invariants.csv for the run in ``out``; 0 pass, 1 fail, 3 unknown.
-
-    ``checked``: case verdicts the online checks already reached on complete histories
-    (the checker is deterministic: judging them again would give the same).
-    """
-    from mpibench.check import check_run, exit_status, verdict_line, write_outputs
-
-    if out is None:
-        return 3
-    start = time.perf_counter()
-    verdict = check_run(out, {c.case: c for c in checked})
-    write_outputs(out, verdict)
-    print(verdict_line(verdict), flush=True)
-    print(f"verdict time {time.perf_counter() - start:.6f} s", flush=True)
-    return exit_status(verdict)
