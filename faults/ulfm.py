@@ -79,6 +79,7 @@ def exit_process(code: int) -> None:
             failed_somewhere = True
     if failed_somewhere:
         os._exit(code)
+    free(_exit_comm)  # freed only now: the agreement above still needed it
 
 
 def agree(comm: MPI.Comm, flag: bool) -> bool:

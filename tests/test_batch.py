@@ -11,9 +11,10 @@ from hypothesis import given, settings, strategies as st
 
 from mpirun import mpirun_command
 from mpibench.drive.batching import BatchQueue, run_batch
-from mpibench.cases import CRASH, HANG, OK, STATUS_FILE
-from mpibench.launch import run_job
-from mpibench.sweep import SweepPlan, SweepSettings, run_sweep
+from mpibench.base.records import STATUS_FILE
+from mpibench.drive.cases import CRASH, HANG, OK
+from mpibench.drive.launch import run_job
+from mpibench.drive.sweep import SweepPlan, SweepSettings, run_sweep
 
 
 # ---------------------------------------------------------------------------- the queue

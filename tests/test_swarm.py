@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mpibench.cases import replay_command
+from mpibench.drive.cases import replay_command
 from mpibench.cli import parse_run_args
-from mpibench.config import RunConfig
+from mpibench.base.config import RunConfig
 from mpibench.job.swarm import BUCKET_BYTES, draw_knobs, registered_strategies
-from mpibench.sweep import SweepPlan
+from mpibench.drive.sweep import SweepPlan
 from mpibench.sync import STRATEGIES
 
 

@@ -7,7 +7,7 @@ own ``run`` command would leave it: ``run.json``, the CSVs, ``history/``,
 ``verdict.json`` and ``invariants.csv`` from the checker, and
 ``case-status.json`` with the exit status that ``run`` would have had (from
 the verdict: 0 pass, 1 fail or stuck, 3 could not judge; 2 for bad input).
-Replacements spawned on the way carry a :mod:`mpibench.continuation` and
+Replacements spawned on the way carry a :mod:`mpibench.job.continuation` and
 re-enter here.
 """
 from __future__ import annotations

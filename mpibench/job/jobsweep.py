@@ -29,7 +29,7 @@ STEPS = 6
 
 @dataclass(frozen=True)
 class JobSweep:
-    plan: object = None  # mpibench.sweep.SweepPlan
+    plan: object = None  # mpibench.drive.sweep.SweepPlan
     cases: tuple = ()
     configs: list = field(default_factory=list)
     outs: list = field(default_factory=list)
@@ -76,7 +76,7 @@ def plan_job_sweep(base: RunConfig, world: MPI.Comm, out: str) -> JobSweep:
 def finish_job_sweep(comm: MPI.Comm, job, results, until: float | None) -> int:
     """Rank 0 judges the cases that ran and writes the sweep tables; 1 if any was not ok.
 
-    ``job``: the :class:`mpibench.continuation.MainJob`; ``until``: when its sweep budget ended.
+    ``job``: the :class:`mpibench.job.continuation.MainJob`; ``until``: when its sweep budget ended.
     """
     sweep: JobSweep | None = job.sweep
     if not sweep or not sweep.cases or comm.Get_rank() != 0:

@@ -221,9 +221,8 @@ def resume_scenario(merged: MPI.Comm, resume, records: RunRecords):
 
 
 def free_comm(comm: MPI.Comm) -> None:
-    """Done with the job's last membership: freed, or (after a failure) kept for the
-    last agreement before leaving (``faults.ulfm.exit_process``)."""
+    """Done with the job's last membership: kept for the last agreement before leaving
+    (``faults.ulfm.exit_process``), which frees it afterwards."""
     from mpibench.faults import ulfm
 
     ulfm.leave_with(comm)
-    ulfm.free(comm)
