@@ -82,9 +82,11 @@ class SingleRun:
 
 
 @dataclass(frozen=True)
-class MainJobAt:
+class _PlanPosition:
+    """A place in a job's plan: the item, what ran before it, and the sweep's deadline."""
+
     job: MainJob | Batch
-    index: int  # the item of the plan being run
+    index: int
     done: tuple = ()  # (config, summary, own folder or None) of the items before it
     until: float | None = None  # time.time() when budgeted items stop (None: not started yet)
 
@@ -98,19 +100,13 @@ class MainJobAt:
 
 
 @dataclass(frozen=True)
-class BetweenScenarios:
-    job: MainJob | Batch
-    index: int  # the item of the plan that comes next
-    done: tuple = ()  # (config, summary, own folder or None) of the items before it
-    until: float | None = None  # time.time() when budgeted items stop (None: not started yet)
+class MainJobAt(_PlanPosition):
+    """Inside item ``index`` of the plan (a replacement spawned there finishes it, then goes on)."""
 
-    @property
-    def out(self) -> str:
-        return self.job.folder(self.index)[0]
 
-    @property
-    def case_index(self) -> int:
-        return self.job.folder(self.index)[1]
+@dataclass(frozen=True)
+class BetweenScenarios(_PlanPosition):
+    """Before item ``index`` of the plan (a replacement spawned to restore the world size)."""
 
 
 Continuation = SingleRun | MainJobAt | BetweenScenarios
