@@ -95,17 +95,17 @@ def test_two_default_runs_leave_two_complete_folders_and_a_refused_run_changes_n
 def test_the_main_job_gets_its_own_folder_and_its_config_says_what_it_ran(tmp_path):
     import json
 
-    mpirun = mpirun_command() + ["-x", "MPIBENCH_NO_BENCH", "-x", "MPIBENCH_SCENARIOS"]
-    os.environ.update(MPIBENCH_NO_BENCH="1", MPIBENCH_SCENARIOS="none")
+    mpirun = mpirun_command() + ["-x", "MPIBENCH_NO_BENCH", "-x", "MPIBENCH_SCENARIOS", "-x", "MPIBENCH_NO_SWEEP"]
+    os.environ.update(MPIBENCH_NO_BENCH="1", MPIBENCH_SCENARIOS="none", MPIBENCH_NO_SWEEP="1")
     try:
         job = launch(tmp_path, ["--steps", "3", "--seed", "5"], mpirun)
     finally:
-        del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"]
+        del os.environ["MPIBENCH_NO_BENCH"], os.environ["MPIBENCH_SCENARIOS"], os.environ["MPIBENCH_NO_SWEEP"]
     assert job.returncode == 0, job.text
     (folder,) = [p for p in (tmp_path / "mpibench-out").iterdir() if not p.is_symlink()]
     assert folder.name.endswith("-main-seed5")
     config = json.loads((folder / "run.json").read_text())["config"]
-    assert config["job"] == "main" and config["strategy"] == ["ring", "ps"] and config["scenario"] == ["none"]
+    assert config["job"] == "main" and config["strategy"] == ["ring", "ps", "auto"] and config["scenario"] == ["none"]
 
 
 @pytest.mark.mpi
