@@ -235,9 +235,11 @@ def test_scaling_job_runs_each_node_count_and_merges(submit, tasks):
     assert job.returncode == 0, job.text
     out = submit.results / f"scaling-{job.job_id}"
     assert (out / "nodes-1" / "exit_status").read_text().strip() == "0"
-    rows = read_csv(out / "bench.csv")
-    assert {(r["part"], r["ranks"], r["strategy"]) for r in rows} == {
-        ("nodes-1", str(tasks), s) for s in ("ring", "native")}
+    rows = [r for r in read_csv(out / "bench.csv") if r["tag"] == "measured"]
+    # the asked strategies beside the blocking baseline (and the C floor where mpicc builds it)
+    points = {(r["part"], r["ranks"], r["strategy"]) for r in rows}
+    wanted = {("nodes-1", str(tasks), s) for s in ("ring", "native", "blocking")}
+    assert wanted <= points <= wanted | {("nodes-1", str(tasks), "c_floor")}
     assert {r["errors"] for r in rows} == {"0"}
     assert (out / "report.html").exists()
 
