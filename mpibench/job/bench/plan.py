@@ -35,10 +35,10 @@ class BenchPlan:
 
 
 def registered() -> list[str]:
-    """Every strategy the sync package registers (never a hard-coded list)."""
-    from mpibench.sync import STRATEGIES
+    """Every strategy on offer: the built-ins and installed plugins (never a hard-coded list)."""
+    from mpibench.sync.registry import names
 
-    return list(STRATEGIES)
+    return names()
 
 
 def split_names(text: str) -> tuple[tuple, bool]:
@@ -51,11 +51,15 @@ def split_names(text: str) -> tuple[tuple, bool]:
     known = registered()
     if "all" in names:
         names = [n for n in names if n != "all"] + known
-    # package.module:Class names a plugin strategy; the sync package's factory loads it
     unknown = [n for n in names if n not in known and n not in BASELINES and ":" not in n]
     if unknown:
         raise UsageError(f"unknown strategy {', '.join(unknown)} "
                          f"(choose from all, {', '.join(known + list(BASELINES))}, or package.module:Class)")
+    modules = [n for n in names if ":" in n]
+    if modules:  # package.module:Class must load and be a strategy
+        from mpibench.sync.registry import validate
+
+        validate(modules)
     strategies = tuple(dict.fromkeys(n for n in names if n not in BASELINES))
     return strategies, C_FLOOR in names
 
