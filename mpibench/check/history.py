@@ -77,15 +77,20 @@ def params_digest(params: np.ndarray) -> str:
     return digest(np.ascontiguousarray(params, dtype="<f4").tobytes())
 
 
-def read_case_json(case_dir: str) -> dict:
-    path = os.path.join(case_dir, "case.json")
+def read_json(path: str, missing: str, unreadable: str) -> dict:
+    """A JSON file the verdict needs; CannotJudge (``missing``, or ``unreadable: why``) if it fails."""
     try:
         with open(path) as f:
-            info = json.load(f)
+            return json.load(f)
     except FileNotFoundError:
-        raise CannotJudge(f"{_short(path)} missing") from None
+        raise CannotJudge(missing) from None
     except (OSError, ValueError) as exc:
-        raise CannotJudge(f"{_short(path)} unreadable: {exc}") from None
+        raise CannotJudge(f"{unreadable} unreadable: {exc}") from None
+
+
+def read_case_json(case_dir: str) -> dict:
+    path = os.path.join(case_dir, "case.json")
+    info = read_json(path, f"{_short(path)} missing", _short(path))
     if info.get("schema") != SCHEMA:
         raise CannotJudge(f"{_short(path)} has schema {info.get('schema')!r}, this checker reads {SCHEMA}")
     return info

@@ -5,12 +5,11 @@ cannot be read, or a checker that breaks, gives "unknown" with the reason.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 
 from .case import CaseModel
-from .history import CannotJudge
+from .history import CannotJudge, read_json
 from .invariants import INVARIANTS, NO_COMMIT
 
 
@@ -119,14 +118,7 @@ def _judge(inv, case, view) -> Row:
 
 def read_case_ids(out_dir: str) -> list[str]:
     """The case ids ``run.json`` lists, in plan order (CannotJudge if it cannot say)."""
-    path = os.path.join(out_dir, "run.json")
-    try:
-        with open(path) as f:
-            info = json.load(f)
-    except FileNotFoundError:
-        raise CannotJudge(f"no run.json in {out_dir}") from None
-    except (OSError, ValueError) as exc:
-        raise CannotJudge(f"run.json unreadable: {exc}") from None
+    info = read_json(os.path.join(out_dir, "run.json"), f"no run.json in {out_dir}", "run.json")
     cases = info.get("cases")
     if not isinstance(cases, list) or not cases:
         raise CannotJudge("run.json lists no cases (a run from before histories were kept?)")
