@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 import traceback
 
 import click
@@ -36,8 +37,40 @@ def say(message: str, err: bool = False) -> None:
         click.echo(message, err=err)
 
 
+def launched_size() -> int:
+    """How many ranks the launcher started, without initialising MPI (1 when run bare)."""
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
+
+
+# Every rank parses the same arguments and fails alike, but only the first
+# prints. When another rank exits first, the launcher may kill the first rank
+# before it has written its line (seen here in about 1 launch in 30), and the
+# user gets exit 2 with no word why. So on a usage error the ranks meet after
+# the first has printed; the meeting is bounded so that a rank that never
+# arrives cannot turn bad input into a hang.
+USAGE_MEETING_DEADLINE_S = 15.0
+
+
+def meet_after_the_error_line(deadline_s: float = USAGE_MEETING_DEADLINE_S) -> None:
+    """A barrier across the launched ranks that gives up after ``deadline_s``."""
+    if launched_size() < 2:
+        return
+    from mpi4py import MPI
+
+    request = MPI.COMM_WORLD.Ibarrier()
+    give_up_at = time.monotonic() + deadline_s
+    while not request.Test() and time.monotonic() < give_up_at:
+        time.sleep(0.005)
+
+
 def fail_usage(message: str):
     say(f"mpibench: error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    meet_after_the_error_line()
     sys.exit(EXIT_USAGE)
 
 

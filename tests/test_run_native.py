@@ -1,9 +1,10 @@
 """`run` under mpirun: CSVs, exit statuses, determinism, bad input."""
 import json
+import sys
 
 import pytest
 
-from mpirun import run_cli, run_mpi
+from mpirun import mpirun_command, run_cli, run_command, run_mpi
 
 pytestmark = pytest.mark.mpi
 
@@ -74,3 +75,30 @@ def test_help_lists_commands():
     assert job.returncode == 0
     for word in ("run", "scenarios", "--out", "Exit status"):
         assert word in job.stdout
+
+
+MEETING = """
+import os, sys, time
+from mpibench import cli
+rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+started = time.monotonic()
+if rank == 0:
+    cli.meet_after_the_error_line(deadline_s=float(sys.argv[1]))
+else:
+    from mpi4py import MPI
+    time.sleep(float(sys.argv[2]))
+    MPI.COMM_WORLD.Ibarrier().Wait()
+print(f"rank {rank} waited {time.monotonic() - started:.2f}")
+"""
+
+
+@pytest.mark.parametrize("deadline_s,late_s,waits", [(20.0, 1.0, True), (0.5, 4.0, False)])
+def test_usage_meeting_waits_for_the_other_ranks_but_not_forever(tmp_path, deadline_s, late_s, waits):
+    """The first rank's error line is written before the ranks meet; a late rank is waited for up to the deadline."""
+    script = tmp_path / "meet.py"
+    script.write_text(MEETING)
+    job = run_command(mpirun_command() + ["-n", "2", sys.executable, str(script), str(deadline_s), str(late_s)],
+                      timeout=60)
+    first = [float(l.split()[-1]) for l in job.stdout.splitlines() if l.startswith("rank 0 waited")]
+    assert len(first) == 1, job.text
+    assert (first[0] >= late_s * 0.9) if waits else (deadline_s * 0.9 <= first[0] < late_s), job.text
