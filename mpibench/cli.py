@@ -222,9 +222,13 @@ def main(ctx, **kw):
         return
     config = config_from("native", "none", **kw)
     request = out_request(kw, "main", config.seed)
+    from mpibench.drive.jobsweep import plan_job_sweep
     from mpibench.job.suite import main_job
 
-    sys.exit(_guarded(lambda: main_job(config, request)))
+    def plan_sweep(base, world, out):
+        return plan_job_sweep(base, world, out, parse_run_args)
+
+    sys.exit(_guarded(lambda: main_job(config, request, plan_sweep)))
 
 
 @main.command()

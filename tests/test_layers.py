@@ -43,14 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # Imports allowed against the rules, each with the reason. (A replacement spawned
 # after a kill enters the job through the entry callable the job layer hands to
 # faults.respawn, with a typed continuation, so that path needs no exception.)
-_JOB_SWEEP = ("the main job's own short sweep runs inside mpirun but builds, replays and judges its "
-              "cases with the sweep driver's code and reads each case's run arguments as `run` does")
-ALLOWED: dict[tuple[str, str], str] = {  # (importer, imported): why the upward edge stays
-    ("mpibench.job.jobsweep", "mpibench.cli"): _JOB_SWEEP,
-    ("mpibench.job.jobsweep", "mpibench.drive.cases"): _JOB_SWEEP,
-    ("mpibench.job.jobsweep", "mpibench.drive.launch"): _JOB_SWEEP,
-    ("mpibench.job.jobsweep", "mpibench.drive.sweep"): _JOB_SWEEP,
-}
+ALLOWED: dict[tuple[str, str], str] = {}  # (importer, imported): why an upward edge stays
 
 
 def module_files() -> dict[str, Path]:

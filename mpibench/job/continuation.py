@@ -44,7 +44,7 @@ class MainJob:
     outs: tuple = ()  # per item: its own folder, or None (the job's folder); empty: every item in ``out``
     budgeted_from: int | None = None  # items from here run only while the sweep budget lasts
     sweep_s: float = 0.0  # that budget, counted from the first budgeted item
-    sweep: object = None  # mpibench.job.jobsweep.JobSweep: the sweep's cases, judged at the end
+    sweep: object = None  # what the job's plan_sweep returned (mpibench.drive.jobsweep.JobSweep), judged at the end
     restore_at_end = True  # the benchmarks after the plan want the whole world
 
     def folder(self, index: int) -> tuple[str, int]:

@@ -84,7 +84,11 @@ def single_run(config: RunConfig, out) -> int:
     return code
 
 
-def main_job(base: RunConfig, out) -> int:
+def main_job(base: RunConfig, out, plan_sweep=None) -> int:
+    """The named scenarios under every main strategy, then the job's own short sweep,
+    then the benchmarks. ``plan_sweep(base, world, out)``: plans that sweep (the command
+    line hands it down from the drivers); it returns an object with ``configs``, ``outs``,
+    ``budget_s`` and ``judge(comm, out, results, until) -> status``. None: no sweep."""
     from dataclasses import replace
 
     from .runner import _check_ulfm
@@ -114,12 +118,10 @@ def main_job(base: RunConfig, out) -> int:
                                                 "calibration": calibration.as_dict() if calibration else None},
                     job={"job": "main", "strategy": main_strategies(),
                          "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
-    from .jobsweep import plan_job_sweep
-
-    sweep = plan_job_sweep(base, world, out)  # short random cases after the scenarios
-    job = MainJob(tuple(plan) + tuple(sweep.configs), world.Get_size(), out, base, calibration, time.time(),
-                  outs=(None,) * len(plan) + tuple(sweep.outs), budgeted_from=len(plan),
-                  sweep_s=sweep.budget_s, sweep=sweep)
+    sweep = plan_sweep(base, world, out) if plan_sweep else None  # short random cases after the scenarios
+    job = MainJob(tuple(plan) + tuple(sweep.configs if sweep else ()), world.Get_size(), out, base, calibration,
+                  time.time(), outs=(None,) * len(plan) + tuple(sweep.outs if sweep else ()),
+                  budgeted_from=len(plan), sweep_s=sweep.budget_s if sweep else 0.0, sweep=sweep)
     return _main_loop(job, recoverable_dup(world), 0, records, backend)
 
 
@@ -134,12 +136,10 @@ def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=
     with ``done``: the items already run."""
     from . import finish as results_job
 
-    from .jobsweep import finish_job_sweep
-
     results, comm, until = run_plan(job, comm, first, records, backend, done, until)
     records.close()
     scenarios = [(c, s) for c, s, own in results if own is None]
-    sweep_code = finish_job_sweep(comm, job, results, until)
+    sweep_code = job.sweep.judge(comm, job.out, results, until) if job.sweep else 0
     if job.calibration is not None:
         from .bench import main_job_bench
 

@@ -1,5 +1,12 @@
 """The main job's own short random sweep, run in its launch after the named scenarios.
 
+The sweep is planned and judged with the sweep driver's code, but runs inside
+the job's ``mpirun``: the command line hands :func:`plan_job_sweep` to the job
+(:func:`mpibench.job.suite.main_job`), which calls it and later asks the
+returned :class:`JobSweep` to judge its cases. So the job layer never imports
+the drivers, and a replacement that joins late gets the judging code with the
+continuation it is handed.
+
 Swarm cases (:mod:`mpibench.job.swarm`: random schedule, strategy, recovery and
 knobs from the seed) at the job's world size go through the same loop as a
 ``batch`` job (:func:`mpibench.job.caseloop.run_plan`), each writing its own folder
@@ -17,10 +24,17 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from mpi4py import MPI
+from typing import Callable
 
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.job.swarm import registered_strategies
+
+from .cases import OK, batch_case_job, judge, replay_command, write_case
+from .launch import JobResult, launcher_argv
+from .sweep import SweepPlan, SweepSettings, summary_text, write_sweep_json, write_tables
+
+# Reads a ``run`` argument list as ``run`` does: (config, --out, --mutant).
+RunArgsReader = Callable[[list[str]], tuple[RunConfig, str, "str | None"]]
 
 DEFAULT_BUDGET_S = 45.0
 MAX_CASES = 36
@@ -29,12 +43,16 @@ STEPS = 6
 
 @dataclass(frozen=True)
 class JobSweep:
-    plan: object = None  # mpibench.drive.sweep.SweepPlan
+    plan: SweepPlan | None = None
     cases: tuple = ()
     configs: list = field(default_factory=list)
     outs: list = field(default_factory=list)
     budget_s: float = 0.0
     mpiexec: tuple[str, ...] = ()
+
+    def judge(self, comm, out: str, results, until: float | None) -> int:
+        """See :func:`judge_job_sweep`; the job calls this without importing the drivers."""
+        return judge_job_sweep(self, comm, out, results, until)
 
 
 def budget_s() -> float:
@@ -50,17 +68,13 @@ def budget_s() -> float:
     return value
 
 
-def plan_job_sweep(base: RunConfig, world: MPI.Comm, out: str) -> JobSweep:
-    """The sweep's cases (rank 0 writes their schedules); empty when it is turned off."""
+def plan_job_sweep(base: RunConfig, world, out: str, read_run_args: RunArgsReader) -> JobSweep:
+    """The sweep's cases on ``world`` (an MPI communicator; rank 0 writes their schedules);
+    empty when it is turned off. ``read_run_args``: the command line's own reader of ``run``
+    arguments, so that every case is configured exactly as its replay command would be."""
     seconds = budget_s()
     if seconds <= 0:
         return JobSweep()
-    from mpibench.drive.cases import write_case
-    from mpibench.cli import parse_run_args
-    from mpibench.drive.launch import launcher_argv
-    from .swarm import registered_strategies
-    from mpibench.drive.sweep import SweepPlan
-
     plan = SweepPlan(MAX_CASES, (world.Get_size(),), registered_strategies(), STEPS, base.seed, swarm=True)
     cases = plan.cases()
     folders = [Path(out) / "sweep-cases" / c.case_id for c in cases]
@@ -68,33 +82,27 @@ def plan_job_sweep(base: RunConfig, world: MPI.Comm, out: str) -> JobSweep:
         for case, folder in zip(cases, folders):
             write_case(case, folder)
     world.Barrier()  # the schedules exist before anyone reads them
-    parsed = [parse_run_args(c.run_args(f / "schedule.toml", f / "run")) for c, f in zip(cases, folders)]
+    parsed = [read_run_args(c.run_args(f / "schedule.toml", f / "run")) for c, f in zip(cases, folders)]
     return JobSweep(plan, tuple(cases), [p[0] for p in parsed], [p[1] for p in parsed], seconds,
                     tuple(launcher_argv()))
 
 
-def finish_job_sweep(comm: MPI.Comm, job, results, until: float | None) -> int:
-    """Rank 0 judges the cases that ran and writes the sweep tables; 1 if any was not ok.
-
-    ``job``: the :class:`mpibench.job.continuation.MainJob`; ``until``: when its sweep budget ended.
-    """
-    sweep: JobSweep | None = job.sweep
-    if not sweep or not sweep.cases or comm.Get_rank() != 0:
+def judge_job_sweep(sweep: JobSweep, comm, out: str, results, until: float | None) -> int:
+    """Rank 0 judges the cases that ran and writes the sweep tables into ``out``; 1 if any
+    was not ok. ``results``: the job's (config, code, own folder) per item run; ``until``:
+    when the sweep budget ended."""
+    if not sweep.cases or comm.Get_rank() != 0:
         return 0
-    from mpibench.drive.cases import OK, batch_case_job, judge, replay_command
-    from mpibench.drive.launch import JobResult
-    from mpibench.drive.sweep import SweepSettings, summary_text, write_sweep_json, write_tables
-
-    ran = {out for _, _, out in results if out is not None}
+    ran = {own for _, _, own in results if own is not None}
     outcomes = []
-    for case, out in zip(sweep.cases, sweep.outs):
-        if out in ran:
-            run_dir = Path(out)
+    for case, own in zip(sweep.cases, sweep.outs):
+        if own in ran:
+            run_dir = Path(own)
             status = batch_case_job(run_dir, JobResult(0, 0.0, 0.0, "", ""), last=False)
             outcomes.append(judge(case, run_dir, status, replay_command(list(sweep.mpiexec), case, run_dir.parent),
                                   in_batch=True))
     wall_s = time.time() - (until - sweep.budget_s) if until is not None else 0.0
-    folder = Path(job.out)
+    folder = Path(out)
     settings = SweepSettings(folder, list(sweep.mpiexec), 1, 0.0, 0, len(sweep.cases), sweep.budget_s)
     write_tables(outcomes, folder)
     write_sweep_json(folder, sweep.plan, settings, outcomes, wall_s)
