@@ -131,11 +131,11 @@ def peak_gbps(cupy, override: float | None) -> tuple[float | None, str]:
 
 
 def main(argv=None) -> int:
-    from mpibench.cli import size_option
+    from mpibench.base.parsing import parse_size
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
     on_gpu = args.device == "gpu"
-    sizes = [size_option(s) for s in (args.sizes or ("1M,16M,64M,256M,1G" if on_gpu else "1M,4M,16M,64M")).split(",")]
+    sizes = [parse_size(s) for s in (args.sizes or ("1M,16M,64M,256M,1G" if on_gpu else "1M,4M,16M,64M")).split(",")]
     repeats = args.repeats or (30 if on_gpu else 15)
     from mpibench.kernels import select_backend
 

@@ -34,8 +34,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from mpi4py import MPI  # noqa: E402
 
 from mpibench.base.units import human_bytes  # noqa: E402
-from mpibench.drive.sweep import parse_list  # noqa: E402
-from mpibench.cli import size_option  # noqa: E402
+from mpibench.base.parsing import parse_list  # noqa: E402
+from mpibench.base.parsing import parse_size  # noqa: E402
 from mpibench.sync.comm import Comm  # noqa: E402
 from mpibench.kernels import NumpyBackend  # noqa: E402
 from mpibench.results import costmodel  # noqa: E402
@@ -116,7 +116,7 @@ def main() -> int:
     args = parser.parse_args()
     comm = Comm(MPI.COMM_WORLD.Dup(), deadline_s=300)
     costs = measure_costs(comm, NumpyBackend())
-    options = {"bucket_bytes": size_option(args.bucket_bytes), "calibration": costs.__dict__}
+    options = {"bucket_bytes": parse_size(args.bucket_bytes), "calibration": costs.__dict__}
     cores = os.cpu_count() or 1
     if comm.rank == 0:
         note = f"  OVERSUBSCRIBED: {comm.size} ranks on {cores} cores" if comm.size > cores else ""
@@ -126,7 +126,7 @@ def main() -> int:
         print(f"{'size':>9} {'Allreduce ms':>12} " + " ".join(f"{n + '/base':>13}" for n in FIXED + ('auto',))
               + f" {'auto/best':>10} {'best':>13} {'auto picked':>18} {'errors':>6}   model/measured: "
               + " ".join(FIXED + ("auto",)))
-    for n_bytes in (size_option(s) for s in parse_list(args.sizes, "--sizes")):
+    for n_bytes in (parse_size(s) for s in parse_list(args.sizes, "--sizes")):
         calls = args.calls or max(3, min(200, (16 << 20) // n_bytes))
         row = bench_size(comm, n_bytes, args.rounds, calls, options)
         if comm.rank == 0:

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from mpi4py import MPI
 
 from mpibench.sync.comm import translate
-from mpibench.engine.worker import Recovery, digest
+from mpibench.engine.recovery_hooks import Recovery
+from mpibench.engine.worker import digest
 
 from . import quorum, sides, straggler, ulfm
 from .fault_log import FaultLog

@@ -229,3 +229,26 @@ def test_function_level_and_relative_imports_are_read(tmp_path):
     toy = import_graph(files)
     assert toy["p.low.a"] == {"p.mid", "p.low.b"}
     assert upward_imports(toy, TOY_LAYERS, {}) == ["p.low.a (low) imports p.mid (mid)"]
+
+
+# Small modules, short functions: a reader takes each in at once. The limits are
+# the house rules ("about 300 lines", "about 60 lines"), with a little slack.
+MODULE_LINES_MAX = 310
+FUNCTION_LINES_MAX = 60
+
+
+def test_no_module_is_long():
+    long = {name: n for name, path in module_files().items()
+            if (n := len(path.read_text().splitlines())) > MODULE_LINES_MAX}
+    assert long == {}
+
+
+def test_no_function_is_long():
+    long = []
+    for name, path in module_files().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > FUNCTION_LINES_MAX:
+                    long.append(f"{name}.{node.name}: {lines} lines")
+    assert long == []

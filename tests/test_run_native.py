@@ -79,11 +79,11 @@ def test_help_lists_commands():
 
 MEETING = """
 import os, sys, time
-from mpibench import cli
+from mpibench.cli import usage
 rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
 started = time.monotonic()
 if rank == 0:
-    cli.meet_after_the_error_line(deadline_s=float(sys.argv[1]))
+    usage.meet_after_the_error_line(deadline_s=float(sys.argv[1]))
 else:
     from mpi4py import MPI
     time.sleep(float(sys.argv[2]))

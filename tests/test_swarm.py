@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mpibench.drive.cases import replay_command
-from mpibench.cli import parse_run_args
+from mpibench.cli.job_commands import parse_run_args
 from mpibench.base.config import RunConfig
 from mpibench.job.swarm import BUCKET_BYTES, draw_knobs, registered_strategies
 from mpibench.drive.sweep import SweepPlan

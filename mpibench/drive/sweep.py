@@ -30,6 +30,7 @@ from .launch import launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
 from mpibench.base.records import SWEEP_COLUMNS, CsvLog
+from mpibench.base.parsing import parse_list
 
 RECOVERIES = ("shrink", "respawn")
 SWEEP_EXTRA_COLUMNS = ["outcome", "minimal_replay", "case_time_s"]
@@ -238,18 +239,6 @@ def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
             lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}{gist}\n    replay: {o.replay}"
                          + (f"\n    minimal: {o.minimal}" if o.minimal else ""))
     return "\n".join(lines)
-
-
-def parse_list(text: str, what: str, cast=str) -> tuple:
-    from mpibench.base.config import UsageError
-
-    try:
-        items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"cannot read {what} {text!r} (a comma-separated list)") from None
-    if not items:
-        raise UsageError(f"{what} must name at least one value")
-    return items
 
 
 def sweep_command(seeds: int, workers: str, strategies: str | None, steps: int, jobs: int, out: str,

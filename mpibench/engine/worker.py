@@ -16,38 +16,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpi4py import MPI
-
 from mpibench.base.aggregate import moments_from_totals
-from mpibench.sync.comm import Comm, CommError, translate
-from mpibench.base.config import RunConfig, replay_command
+from mpibench.base.config import RunConfig
+from mpibench.base.records import RunRecords, ranks_text
+from mpibench.kernels.counts import transfer_counts
+from mpibench.sync import SyncStrategy, make_strategy
+from mpibench.sync.comm import Comm, CommError
+
 from .data import Cursor, Dataset, ShardWalker, next_cursor
 from .history import AttemptRecord, NoHistory, params_b64, params_digest
-from mpibench.kernels.counts import transfer_counts
 from .model import MLP, Shapes, init_params
-from mpibench.base.records import RunRecords, ranks_text
-from mpibench.sync import SyncStrategy, make_strategy
+from .recovery_hooks import Recovery
+from .summary import Summary
 from .watchdog import StepWatchdog, budget_for
-
-
-@dataclass
-class Summary:
-    """How a run went, agreed on by every rank at the end."""
-
-    steps: int = 0
-    checks: int = 0
-    violations: int = 0
-    unknown: int = 0
-    first_violation: tuple[int, str, str] | None = None  # (step, invariant, detail)
-    batch_min: int | None = None
-    batch_max: int | None = None
-    error: str | None = None  # a run that could not go on
-    check_s: float = 0.0  # the online check of the case's history, on the first live member
-    case_verdict: object = None  # that check's mpibench.check.CaseVerdict (reused for verdict.json)
-
-    def note_batch(self, effective_batch: int) -> None:
-        self.batch_min = effective_batch if self.batch_min is None else min(self.batch_min, effective_batch)
-        self.batch_max = effective_batch if self.batch_max is None else max(self.batch_max, effective_batch)
 
 
 @dataclass
@@ -67,44 +48,6 @@ class StepOutcome:
 
 
 digest = params_digest  # the history's digest: blake2b of the float32 little-endian bytes
-
-
-class Recovery:
-    """What the loop does around a step and when its communication fails. Default: give up.
-
-    The fault-aware policy (``mpibench.faults.recovery``) overrides these hooks:
-    ``begin`` may change the step group (partitions, dropped stragglers),
-    ``role`` says whether this worker contributes, is late (its batch is used
-    up but left out) or stalls (nothing consumed, nothing applied),
-    ``share`` hands the step group's result to members outside it,
-    ``commit`` turns the attempt into one decision shared by every member
-    (``"commit"``, ``"skip"`` when nobody may commit, ``"retry"``), and
-    ``handle`` recovers before a retry.
-    """
-
-    def begin(self, trainer: "Trainer", step: int) -> None:
-        pass
-
-    def role(self, trainer: "Trainer") -> str:
-        return "contribute"
-
-    def share(self, trainer: "Trainer", role: str, reduction, loss_rows, effective_batch):
-        """The step's (reduction, loss rows, effective batch) on this worker, whatever its role.
-
-        A late worker also takes the committed parameters; a stalled one keeps its own.
-        """
-        return reduction, loss_rows, effective_batch
-
-    def commit(self, trainer: "Trainer", step: int, error: CommError | None) -> str:
-        if error is not None:
-            raise error
-        return "commit"
-
-    def excluded(self, trainer: "Trainer", step: int) -> dict[int, str]:
-        return {}
-
-    def handle(self, trainer: "Trainer", step: int, error: CommError | None) -> None:
-        raise error if error is not None else RuntimeError(f"step {step} failed")
 
 
 class PhaseBackend:
@@ -359,9 +302,3 @@ def _moments(rows) -> tuple[float | None, float | None]:
         return None, None
     moments = moments_from_totals(*rows.sum(axis=0))
     return (None, None) if moments is None else (float(moments[0]), float(moments[1]))
-
-
-def violation_message(summary: Summary, config: RunConfig, ranks: int) -> str:
-    step, invariant, detail = summary.first_violation
-    return (f"violation: invariant '{invariant}' failed at step {step} ({detail}); "
-            f"replay: {replay_command(config, ranks)}")

@@ -291,7 +291,7 @@ HOW = {
     "loop_overhead_s": f"the worker loop (mpibench.job.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
                        f"{LOOP_STEPS} steps: median step time after {LOOP_WARMUP} less the local step of that "
                        "batch and two collective call overheads",
-    "one_rank_step_s": f"per local batch, the median over strategies of one_rank_step_by_strategy_s",
+    "one_rank_step_s": "per local batch, the median over strategies of one_rank_step_by_strategy_s",
     "one_rank_step_by_strategy_s": f"per strategy and local batch: the worker loop on MPI.COMM_SELF (rank 0 "
                                    f"alone, BLAS on one thread), {LOOP_STEPS} steps, median step time after "
                                    f"{LOOP_WARMUP} (as a scaling point), median of {LOOP_REPEATS} such runs",

@@ -10,7 +10,8 @@ from mpibench.base.config import RunConfig, UsageError, replay_command
 from mpibench.engine.data import make_dataset, make_shards
 from mpibench.engine.history import History, NoHistory, case_id, schedule_data, write_case
 from mpibench.base.records import RunRecords
-from mpibench.engine.worker import Summary, Trainer
+from mpibench.engine.summary import Summary
+from mpibench.engine.worker import Trainer
 
 
 def recoverable_dup(world: MPI.Comm) -> MPI.Comm:

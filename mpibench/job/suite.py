@@ -7,9 +7,10 @@ from mpi4py import MPI
 
 from mpibench.base import runinfo
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.parsing import parse_list
 from mpibench.base.records import RunRecords
 from mpibench.engine.history import case_id
-from mpibench.engine.worker import Summary, violation_message
+from mpibench.engine.summary import Summary, violation_message
 
 from .caseloop import run_in_folder, run_plan
 from .runfolder import backend_for, open_out, open_records, write_run_json, verdict_status
@@ -22,14 +23,27 @@ from .runner import free_comm, prepare, recoverable_dup, resume_scenario
 MAIN_DEFAULT = ("ring", "ps", "auto")
 
 
+def _names_from_env(variable: str, known) -> tuple[str, ...] | None:
+    """The comma-separated names in ``variable`` (None when it is unset or blank); a name
+    outside ``known`` is bad input, never silently dropped."""
+    import os
+
+    text = os.environ.get(variable, "")
+    if not text.strip():
+        return None
+    names = parse_list(text, variable)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"{variable} names {', '.join(unknown)}, not one of {', '.join(known)}")
+    return names
+
+
 def main_strategies() -> list[str]:
     """``MPIBENCH_STRATEGIES`` (comma-separated, from the registry's checked strategies),
     else :data:`MAIN_DEFAULT`."""
-    import os
-
     from mpibench.sync.registry import CHECKED
 
-    wanted = [n for n in os.environ.get("MPIBENCH_STRATEGIES", "").split(",") if n] or MAIN_DEFAULT
+    wanted = _names_from_env("MPIBENCH_STRATEGIES", list(CHECKED)) or MAIN_DEFAULT
     return [name for name in CHECKED if name in wanted]
 
 
@@ -39,11 +53,9 @@ def main_scenarios(world_size: int) -> list[str]:
     ``MPIBENCH_SCENARIOS`` (comma-separated names) narrows the list: tests run
     many scenarios in one launch this way.
     """
-    import os
-
     from mpibench.faults.scenarios import SCENARIOS
 
-    wanted = [n for n in os.environ.get("MPIBENCH_SCENARIOS", "").split(",") if n]
+    wanted = _names_from_env("MPIBENCH_SCENARIOS", list(SCENARIOS))
     return [name for name, (_, smallest) in SCENARIOS.items()
             if world_size >= smallest and (not wanted or name in wanted)]
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Reduction, SyncStrategy
-from .bucketed import busbw_factor  # noqa: F401
 from .rabenseifner import Rabenseifner
 from .rd import RecursiveDoubling
 from .ring import DEFAULT_BUCKET_BYTES

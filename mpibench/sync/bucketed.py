@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import plans, segments
 from .base import Reduction, SyncStrategy
-from .ring import DEFAULT_BUCKET_BYTES, busbw_factor  # noqa: F401  (busbw_factor: re-exported)
+from .ring import DEFAULT_BUCKET_BYTES
 from .rounds import Round, compact, run_rounds
 
 

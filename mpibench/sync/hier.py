@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 from . import plans, segments
-from .bucketed import (BucketedStrategy, Compiled, busbw_factor, halving_doubling_rounds,  # noqa: F401
+from .bucketed import (BucketedStrategy, Compiled, halving_doubling_rounds,
                        rd_rounds)
 from .rabenseifner import rabenseifner_cost_s
 from .rd import rd_cost_s

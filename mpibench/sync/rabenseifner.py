@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from . import plans, segments
-from .bucketed import BucketedStrategy, Compiled, busbw_factor, halving_doubling_rounds  # noqa: F401
+from .bucketed import BucketedStrategy, Compiled, halving_doubling_rounds
 from .rd import _buckets, fold_cost_s
 
 

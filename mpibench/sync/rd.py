@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from . import plans, segments
-from .bucketed import BucketedStrategy, Compiled, busbw_factor, rd_rounds  # noqa: F401
+from .bucketed import BucketedStrategy, Compiled, rd_rounds
 
 
 class RecursiveDoubling(BucketedStrategy):

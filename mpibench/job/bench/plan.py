@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mpibench.base.config import UsageError
+from mpibench.base.parsing import parse_list
 
 from .candidates import BASELINES, BLOCKING, C_FLOOR
 from .inputs import DTYPES
@@ -45,9 +46,7 @@ def split_names(text: str) -> tuple[tuple, bool]:
     """``--strategies`` -> (strategy names, C floor named?); ``all`` means every registered one.
 
     The blocking baseline is always measured: it is every ratio's denominator."""
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    if not names:
-        raise UsageError("--strategies needs at least one name")
+    names = list(parse_list(text, "--strategies"))
     known = registered()
     if "all" in names:
         names = [n for n in names if n != "all"] + known

@@ -1,0 +1,125 @@
+"""The commands that launch their own ``mpirun`` jobs (no MPI here): ``sweep`` and ``selftest``."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import click
+
+from mpibench.base.config import UsageError
+from mpibench.base.parsing import parse_list
+
+from .options import out_options, out_request, with_options
+from .usage import could_not_run
+
+MPIEXEC_HELP = ("launcher for the {what} [default: $MPIBENCH_MPIEXEC, else this Python's mpirun with the "
+                "flags 'make run' uses]")
+
+
+def _check_sweep_numbers(seeds, steps, jobs, cases_per_launch, first_seed, shrink_runs, time_budget,
+                         case_deadline) -> None:
+    if seeds < 1 or steps < 1 or jobs < 1 or cases_per_launch < 1 or first_seed < 0 or shrink_runs < 0:
+        raise UsageError("--seeds, --steps, --jobs and --cases-per-launch must be positive, --first-seed "
+                         "and --shrink-runs 0 or positive")
+    if time_budget is not None and not 0 < time_budget < float("inf"):
+        raise UsageError(f"--time-budget must be a positive number of minutes, got {time_budget}")
+    if not math.isfinite(case_deadline) or case_deadline <= 0:
+        raise UsageError(f"--case-deadline must be a positive number of seconds, got {case_deadline}")
+
+
+@click.command()
+@click.option("--seeds", type=int, default=10, show_default=True,
+              help="seeds; each gives a case per worker count and strategy (--swarm: per worker count)")
+@click.option("--workers", default="2,3,5,8", show_default=True, help="worker counts, comma-separated")
+@click.option("--strategies", default=None,
+              help="strategies, comma-separated [default: every checked strategy, see 'strategies'; "
+                   "with --swarm every registered one]")
+@click.option("--steps", type=int, default=10, show_default=True, help="training steps per case")
+@click.option("--jobs", type=int, default=1, show_default=True, help="launches run at the same time")
+@click.option("--swarm", is_flag=True,
+              help="each case draws strategy, recovery, bucket bytes, PS shards, batch size, samples and "
+                   "check interval from its seed (one case per seed and worker count)")
+@click.option("--cases-per-launch", type=int, default=12, show_default=True,
+              help="cases run one after another in one mpirun job (1: one job per case)")
+@click.option("--time-budget", type=float, default=None, metavar="MINUTES",
+              help="keep drawing seeds until this many minutes have passed (--seeds is then ignored)")
+@with_options(out_options("sweep.csv, findings.csv, sweep.json and one folder per case"))
+@click.option("--mpiexec", default=None, help=MPIEXEC_HELP.format(what="cases"))
+@click.option("--first-seed", type=int, default=0, show_default=True, help="seeds run from here")
+@click.option("--case-deadline", type=float, default=180.0, show_default=True,
+              help="seconds a launch may go without finishing a case before it is killed and "
+                   "the case recorded as hung")
+@click.option("--shrink-runs", type=int, default=30, show_default=True,
+              help="most jobs spent shrinking each violating case (0: no shrinking)")
+@click.option("--mutant", default=None, hidden=True, help="self-test only: every case runs this mutant")
+def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
+          mutant, swarm, cases_per_launch, time_budget, **kw):
+    """Random fault schedules over seeds x workers x strategies (launches its own jobs).
+
+    Cases of one worker count run many per mpirun job, the world size restored
+    between them; each case still writes its own folder, and sweep.csv gets one
+    row per case with its violations and the exact 'run' command that replays
+    it alone. A job that dies is a finding in the case it died in; the cases it
+    had not reached run again in a new job. Exit 0 when every case held every
+    invariant, 1 otherwise.
+    """
+    from mpibench.drive.launch import LaunchError, preflight, stop_on_sigterm
+    from mpibench.drive.sweep import sweep_command
+    from mpibench.job.outdir import OutDirError, resolve
+    from mpibench.job.swarm import registered_strategies
+    from mpibench.sync.registry import CHECKED, validate
+
+    _check_sweep_numbers(seeds, steps, jobs, cases_per_launch, first_seed, shrink_runs, time_budget,
+                         case_deadline)
+    worker_counts = parse_list(workers, "--workers", int)
+    if min(worker_counts) < 1:
+        raise UsageError("--workers must be positive")
+    if strategies is None:
+        strategies = ",".join(registered_strategies() if swarm else CHECKED)
+    validate(parse_list(strategies, "--strategies"))
+    request = out_request(kw, "sweep", first_seed)
+    stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
+    try:
+        preflight(mpiexec, max(worker_counts))
+    except LaunchError as exc:
+        could_not_run(str(exc))
+    try:
+        out = resolve(request)
+    except OutDirError as exc:
+        raise UsageError(str(exc)) from None
+    extra = ("--mutant", mutant) if mutant else ()
+    sys.exit(sweep_command(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed,
+                           case_deadline, shrink_runs, extra, swarm, cases_per_launch, time_budget))
+
+
+@click.command()
+@click.option("--jobs", type=int, default=2, show_default=True, help="jobs run at the same time")
+@click.option("--out", type=click.Path(file_okay=False), default="mpibench-selftest", show_default=True,
+              help="output folder: one folder per job")
+@click.option("--mpiexec", default=None, help=MPIEXEC_HELP.format(what="jobs"))
+@click.option("--strategy", default=None,
+              help="instead: check this strategy (name or package.module:Class) on uneven shards "
+                   "under every fault the self-test uses; exit 0 only if it holds every invariant")
+def selftest(jobs, out, mpiexec, strategy):
+    """The checker against known-bad reductions; exit 0 only if every one is caught.
+
+    Prints, for each mutant, the invariant and step that caught it, and shows
+    that with equal batch sizes the weighting mutants cannot be told apart.
+    With --strategy, checks one strategy instead and names the invariant and
+    step of anything it gets wrong.
+    Exit 3 (could not run) when the launcher cannot start the jobs.
+    """
+    from mpibench.drive.launch import LaunchError, launcher_argv, preflight
+    from mpibench.drive.selftest import WORKERS, run_selftest
+    from mpibench.sync.registry import validate
+
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if strategy is not None:
+        validate([strategy])
+    try:
+        preflight(mpiexec, WORKERS)
+    except LaunchError as exc:
+        could_not_run(str(exc))
+    sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs, strategy=strategy))

@@ -1,0 +1,145 @@
+"""The commands that run under ``mpirun``: ``run``, ``bench``, and the internal
+``batch`` (a sweep's cases in one launch) and ``_replacement`` (a spawned worker)."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.parsing import parse_list, parse_size
+
+from .options import DEVICES, config_from, out_options, out_request, run_options, shared_out, with_options
+from .usage import guarded
+
+
+def install_mutant(mutant: str | None) -> None:
+    """Self-test only: swap in a known-bad reduction before the job starts."""
+    if mutant is None:
+        return
+    from mpibench.job.mutants import install
+
+    try:
+        install(mutant)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@click.command()
+@click.option("--strategy", default="native", show_default=True,
+              help="a name from 'python -m mpibench strategies', or package.module:Class")
+@click.option("--scenario", default="none", show_default=True,
+              help="a named scenario (see 'scenarios') or a TOML schedule file")
+@click.option("--mutant", default=None, hidden=True,
+              help="self-test only: run a known-bad reduction (see mpibench.job.mutants)")
+@run_options
+def run(strategy, scenario, mutant, **kw):
+    """One scenario under one strategy (under mpirun)."""
+    from mpibench.job.suite import single_run
+
+    install_mutant(mutant)
+    config = config_from(strategy, scenario, **kw)
+    request = out_request(kw, scenario, config.seed)
+    sys.exit(guarded(lambda: single_run(config, request)))
+
+
+def parse_run_args(args: list[str]) -> tuple[RunConfig, str, str | None]:
+    """A ``run`` argument list (``run`` first) read exactly as ``run`` reads it:
+    (config, --out, --mutant)."""
+    if not args or args[0] != "run":
+        raise UsageError(f"not a run command: {' '.join(args)!r}")
+    try:
+        params = dict(run.make_context("run", list(args[1:])).params)
+    except click.ClickException as exc:
+        raise UsageError(f"bad run arguments {' '.join(args)!r}: {exc.format_message()}") from None
+    mutant, out = params.pop("mutant"), params["out"]
+    return config_from(params.pop("strategy"), params.pop("scenario"), **params), out, mutant
+
+
+@click.command(name="batch", hidden=True)
+@click.argument("plan_file", metavar="PLAN")
+def batch(plan_file):
+    """Internal: a sweep's cases one after another in one launch (under mpirun; see mpibench.job.batch)."""
+    from mpibench.job.batch import batch_job, read_plan
+
+    def body() -> int:
+        parsed = [parse_run_args(list(c.args)) for c in read_plan(plan_file)]
+        mutants = {m for _, _, m in parsed}
+        if len(mutants) > 1:
+            raise UsageError("the cases of a batch must share one --mutant")
+        install_mutant(mutants.pop())
+        return batch_job([c for c, _, _ in parsed], [o for _, o, _ in parsed])
+
+    sys.exit(guarded(body))
+
+
+@click.command(name="_replacement", hidden=True)
+def replacement():
+    """Internal: a replacement worker spawned by the survivors (--recovery respawn)."""
+    from mpibench.faults.respawn import replacement_main
+    from mpibench.job.suite import replacement_entry
+
+    sys.exit(guarded(lambda: replacement_main(replacement_entry)))
+
+
+@click.command()
+@click.option("--sizes", default=None, help="message sizes, comma-separated (4K, 1M, 16MiB, 512) "
+              "[default: 4K,1M,16M]")
+@click.option("--min-bytes", default=None, help="size sweep as nccl-tests -b: smallest size (with --max-bytes)")
+@click.option("--max-bytes", default=None, help="size sweep: largest size (nccl-tests -e)")
+@click.option("--factor", type=float, default=2.0, show_default=True, help="size sweep: multiply by this (-f)")
+@click.option("--strategies", default="all", show_default=True,
+              help="strategies, comma-separated ('all': every registered one; or package.module:Class); "
+                   "the blocking baseline is always measured")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
+              help="element type (strategies reduce float32 only and are left out at float64)")
+@click.option("--in-place/--out-of-place", default=False, show_default=True,
+              help="placement of the blocking and C baselines (strategies always reduce in place)")
+@click.option("--iterations", type=int, default=20, show_default=True, help="timed calls per round")
+@click.option("--rounds", type=int, default=5, show_default=True,
+              help="interleaved rounds per size (median, p90 and cv% over them)")
+@click.option("--warmup", type=int, default=5, show_default=True, help="untimed calls before the rounds")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the input values")
+@click.option("--c-baseline", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="C loop of MPI_Allreduce built with the MPI's mpicc (auto: when mpicc is found; "
+                   "on: exit 3 if it cannot be built)")
+@click.option("--model/--no-model", default=True, show_default=True,
+              help="write a modelled row beside every measured one and comparison.csv")
+@click.option("--calibration", default=None, type=click.Path(),
+              help="reuse this calibration (JSON, run.json or a run folder) instead of calibrating")
+@click.option("--bucket-bytes", default="1M", show_default=True, help="ring all-reduce bucket cap")
+@click.option("--ps-shards", type=int, default=0, show_default=True,
+              help="parameter-server shards (0: one per rank)")
+@click.option("--device", type=click.Choice(DEVICES), default="cpu",
+              show_default=True, help="where the buffers live and are reduced (emulated: see run --help)")
+@with_options(out_options("bench.csv"))
+def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, **kw):
+    """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
+
+    Every size times, in interleaved rounds, the blocking MPI_Allreduce from
+    mpi4py (the denominator of every ratio), the same loop in C when built,
+    and each strategy. GB/s = 1e9 B/s; busbw = algbw * 2(p-1)/p as in
+    nccl-tests; at p=1 nothing travels and no bandwidth is given. Exit 1 if
+    any reduction was wrong, 3 if --c-baseline on could not be built.
+    """
+    from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
+    from mpibench.job.bench.plan import validate
+
+    if min_bytes is not None or max_bytes is not None:
+        if sizes is not None or min_bytes is None or max_bytes is None:
+            raise UsageError("give either --sizes or both --min-bytes and --max-bytes")
+        sizes_bytes = sweep_sizes(parse_size(min_bytes), parse_size(max_bytes), factor)
+    else:
+        sizes_bytes = parse_list(sizes or DEFAULT_SIZES, "--sizes", parse_size)
+    names, c_named = split_names(strategies)
+    plan = BenchPlan(strategies=names, sizes_bytes=tuple(sizes_bytes), dtype=dtype, in_place=in_place,
+                     warmup=warmup, iterations=iterations, rounds=rounds, seed=seed,
+                     c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
+                     calibration=calibration,
+                     options={"bucket_bytes": parse_size(bucket_bytes), "ps_shards": ps_shards})
+    validate(plan)
+    if seed < 0 or ps_shards < 0 or parse_size(bucket_bytes) < 4:
+        raise UsageError("--seed and --ps-shards must be 0 or positive, --bucket-bytes at least 4")
+    request = out_request(kw, "bench", seed)  # bad input fails before any folder is made
+    sys.exit(guarded(lambda: bench_command(plan, device, shared_out(request))))

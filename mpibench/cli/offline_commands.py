@@ -1,0 +1,89 @@
+"""The commands that only read files or print what is on offer (no MPI):
+``check``, ``report``, ``compare``, ``strategies``, ``scenarios``."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from mpibench.base.config import UsageError
+
+
+@click.command()
+@click.argument("out_dir", metavar="DIR", type=click.Path(file_okay=False))
+def check(out_dir):
+    """Judge a run folder from its history alone (no MPI); write verdict.json and invariants.csv.
+
+    Reads DIR/run.json and DIR/history/, rebuilds data, shards and epoch orders
+    from the seed, and checks the six invariants. Exit status: 0 pass, 1 a
+    violation (printed with step, invariant and replay command), 3 cannot judge
+    (no run.json, no history, a worker's file missing or cut short without a
+    scheduled kill), 2 bad usage.
+    """
+    from mpibench.check.command import check_command
+
+    sys.exit(check_command(out_dir))
+
+
+@click.command()
+@click.argument("out_dir", metavar="DIR", type=click.Path(file_okay=False))
+def report(out_dir):
+    """(Re)build DIR/report.html from the CSVs and run.json in DIR (no MPI needed).
+
+    Exit 2 when DIR holds no results or a file there cannot be read.
+    """
+    from mpibench.results.inputs import ReportInputError
+    from mpibench.results.report import build
+
+    if not os.path.isdir(out_dir):
+        raise UsageError(f"no such folder: {out_dir}")
+    try:
+        path = build(out_dir, progress=lambda text: click.echo(f"report: {text}", err=True))
+    except ReportInputError as exc:
+        raise UsageError(str(exc)) from None
+    click.echo(f"wrote {path}")
+
+
+@click.command()
+@click.argument("run_a", metavar="A", type=click.Path())
+@click.argument("run_b", metavar="B", type=click.Path())
+@click.option("--threshold", type=float, default=0.2, show_default=True,
+              help="a regression is B slower than A by more than this fraction, beyond both runs' spread")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="also write the table as CSV here")
+def compare(run_a, run_b, threshold, out):
+    """Two bench runs side by side (bench.csv files or run folders; no MPI).
+
+    Per strategy x ranks x size: B's time over A's, and whether the difference
+    exceeds the spread over rounds measured in both runs. Exit 1 when any row
+    regressed beyond --threshold and beyond that spread, 0 otherwise, 2 for
+    bad input.
+    """
+    from mpibench.results.runcompare import compare_command
+
+    sys.exit(compare_command(run_a, run_b, threshold, out))
+
+
+@click.command()
+def strategies():
+    """The sync strategies on offer (built-in and installed plugins), one line each.
+
+    \b
+    A strategy of your own: subclass mpibench.sync.base.SyncStrategy, implement
+    reduce(buf), and either pass --strategy package.module:Class or register it
+    under the entry-point group 'mpibench.strategies'. Check it with
+    'python -m mpibench selftest --strategy NAME'.
+    """
+    from mpibench.sync.registry import listing
+
+    for line in listing():
+        click.echo(line)
+
+
+@click.command()
+def scenarios():
+    """The named fault scenarios, one line each."""
+    from mpibench.faults.scenarios import describe
+
+    for line in describe():
+        click.echo(line)

@@ -1,0 +1,105 @@
+"""Exit statuses, the one-line usage error, and how a command body ends a job.
+
+Bad input exits 2 with one line from the first rank and no traceback; a crash
+on any rank aborts the whole job with the traceback of the rank that crashed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+
+import click
+
+from mpibench.base.config import UsageError
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
+
+
+def launched_rank() -> int:
+    """This process's rank as the launcher tells it, without initialising MPI."""
+    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+def launched_size() -> int:
+    """How many ranks the launcher started, without initialising MPI (1 when run bare)."""
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
+
+
+def say(message: str, err: bool = False) -> None:
+    """Print on the first rank only, so a job prints each line once."""
+    if launched_rank() == 0:
+        click.echo(message, err=err)
+
+
+# Every rank parses the same arguments and fails alike, but only the first
+# prints. When another rank exits first, the launcher may kill the first rank
+# before it has written its line (seen here in about 1 launch in 30), and the
+# user gets exit 2 with no word why. So on a usage error the ranks meet after
+# the first has printed; the meeting is bounded so that a rank that never
+# arrives cannot turn bad input into a hang.
+USAGE_MEETING_DEADLINE_S = 15.0
+
+
+def meet_after_the_error_line(deadline_s: float = USAGE_MEETING_DEADLINE_S) -> None:
+    """A barrier across the launched ranks that gives up after ``deadline_s``."""
+    if launched_size() < 2:
+        return
+    from mpi4py import MPI
+
+    request = MPI.COMM_WORLD.Ibarrier()
+    give_up_at = time.monotonic() + deadline_s
+    while not request.Test() and time.monotonic() < give_up_at:
+        time.sleep(0.005)
+
+
+def fail_usage(message: str):
+    say(f"mpibench: error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    meet_after_the_error_line()
+    sys.exit(EXIT_USAGE)
+
+
+def could_not_run(message: str):
+    """Exit 3: the command could not run at all (never a pass or a fail)."""
+    click.echo(f"mpibench: could not run: {message}", err=True)
+    sys.exit(EXIT_COULD_NOT_RUN)
+
+
+def abort_job(exc: BaseException) -> None:
+    """An unhandled exception on any rank ends the whole job with a message."""
+    from mpi4py import MPI
+
+    from mpibench.base.runinfo import this_host
+
+    prefix = f"[{MPI.COMM_WORLD.Get_rank()}@{this_host()}]"
+    sys.stderr.write(f"{prefix} unhandled error, aborting the job:\n")
+    sys.stderr.write("".join(f"{prefix} {line}\n" for line in
+                             "".join(traceback.format_exception(exc)).splitlines()))
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(EXIT_VIOLATION)
+
+
+def guarded(body) -> int:
+    """Run a job body: bad input exits 2 on every rank, a crash aborts the job."""
+    try:
+        code = body()
+    except UsageError as exc:
+        fail_usage(str(exc))
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
+        abort_job(exc)
+        return EXIT_VIOLATION
+    from mpibench.faults.ulfm import exit_process
+
+    exit_process(code)  # after a failure or a revoke, leave without MPI_Finalize (it can hang)
+    return code
