@@ -34,9 +34,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from mpi4py import MPI  # noqa: E402
 
 from mpibench.base.units import human_bytes  # noqa: E402
-from mpibench.base.parsing import parse_list  # noqa: E402
-from mpibench.base.parsing import parse_size  # noqa: E402
+from mpibench.base.parsing import parse_list, parse_size  # noqa: E402
 from mpibench.sync.comm import Comm  # noqa: E402
+from mpibench.sync.registry import strategy_options  # noqa: E402
 from mpibench.kernels import NumpyBackend  # noqa: E402
 from mpibench.results import costmodel  # noqa: E402
 from mpibench.sync import make_strategy  # noqa: E402
@@ -116,7 +116,7 @@ def main() -> int:
     args = parser.parse_args()
     comm = Comm(MPI.COMM_WORLD.Dup(), deadline_s=300)
     costs = measure_costs(comm, NumpyBackend())
-    options = {"bucket_bytes": parse_size(args.bucket_bytes), "calibration": costs.__dict__}
+    options = strategy_options(parse_size(args.bucket_bytes), 0, calibration=costs.__dict__)
     cores = os.cpu_count() or 1
     if comm.rank == 0:
         note = f"  OVERSUBSCRIBED: {comm.size} ranks on {cores} cores" if comm.size > cores else ""

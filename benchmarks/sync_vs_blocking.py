@@ -34,6 +34,7 @@ from mpibench.job.bench.rounds import ratio_to  # noqa: E402
 from mpibench.job.bench.run import measure_size  # noqa: E402
 from mpibench.base.parsing import parse_size  # noqa: E402
 from mpibench.sync.comm import Comm  # noqa: E402
+from mpibench.sync.registry import strategy_options  # noqa: E402
 from mpibench.kernels import NumpyBackend  # noqa: E402
 from mpibench.job.timing import cores_available, idle_until_released  # noqa: E402
 
@@ -58,7 +59,7 @@ def measure_p(world: MPI.Comm, p: int, args, strategies) -> list[dict] | None:
         for n_bytes in (parse_size(s) for s in args.sizes.split(",")):
             plan = BenchPlan(strategies=strategies, sizes_bytes=(n_bytes,), warmup=2,
                              iterations=calls_for(n_bytes), rounds=args.rounds, seed=args.seed, model=False,
-                             options={"bucket_bytes": parse_size(args.bucket_bytes), "ps_shards": 0})
+                             options=strategy_options(parse_size(args.bucket_bytes), 0))
             _, spreads = measure_size(comm, plan, floor, NumpyBackend(), n_bytes)
             rows.append(_row(p, n_bytes, spreads))
             if rank == 0:

@@ -87,3 +87,25 @@ def test_strategies_command_lists_every_builtin():
     assert job.returncode == 0
     names = [line.split()[0] for line in job.stdout.splitlines()]
     assert names[:7] == list(registry.BUILTIN)
+
+
+def test_the_options_builder_refuses_names_no_strategy_reads():
+    from mpibench.sync.registry import OPTIONS, strategy_options
+
+    assert strategy_options(4096, 2) == {"bucket_bytes": 4096, "ps_shards": 2}
+    assert strategy_options(1, 0, ranks_per_node=2)["ranks_per_node"] == 2
+    with pytest.raises(ValueError, match="straggler_deadline"):
+        strategy_options(1, 0, straggler_deadline=1.0)
+    assert "straggler_deadline" not in OPTIONS
+
+
+def test_every_listed_option_is_read_by_a_built_in_strategy():
+    """OPTIONS documents what strategies read: an entry nothing reads is a dead promise."""
+    from pathlib import Path
+
+    from mpibench.sync.registry import OPTIONS
+
+    sources = "".join(p.read_text() for p in Path(__file__).resolve().parents[1].joinpath("mpibench", "sync")
+                      .glob("*.py") if p.name != "registry.py")
+    unread = [name for name in OPTIONS if f'options.get("{name}")' not in sources]
+    assert unread == []

@@ -8,6 +8,7 @@ import click
 
 from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.parsing import parse_list, parse_size
+from mpibench.sync.registry import strategy_options
 
 from .options import DEVICES, config_from, out_options, out_request, run_options, shared_out, with_options
 from .usage import guarded
@@ -137,7 +138,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
                      warmup=warmup, iterations=iterations, rounds=rounds, seed=seed,
                      c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
                      calibration=calibration,
-                     options={"bucket_bytes": parse_size(bucket_bytes), "ps_shards": ps_shards})
+                     options=strategy_options(parse_size(bucket_bytes), ps_shards))
     validate(plan)
     if seed < 0 or ps_shards < 0 or parse_size(bucket_bytes) < 4:
         raise UsageError("--seed and --ps-shards must be 0 or positive, --bucket-bytes at least 4")

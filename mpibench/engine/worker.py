@@ -22,6 +22,7 @@ from mpibench.base.records import RunRecords, ranks_text
 from mpibench.kernels.counts import transfer_counts
 from mpibench.sync import SyncStrategy, make_strategy
 from mpibench.sync.comm import Comm, CommError
+from mpibench.sync.registry import options_of
 
 from .data import Cursor, Dataset, ShardWalker, next_cursor
 from .history import AttemptRecord, NoHistory, params_b64, params_digest
@@ -103,8 +104,7 @@ class Trainer:
         self._last_gradient = None  # (indices, params, grad_sum, count, losses) last computed
 
     def _strategy(self) -> SyncStrategy:
-        options = {"bucket_bytes": self.config.bucket_bytes, "ps_shards": self.config.ps_shards,
-                   "straggler_deadline": self.config.straggler_deadline}
+        options = options_of(self.config)
         backend = PhaseBackend(self.backend, lambda: self.data_comm.mark(self.step_no, "after_reduce"))
         return self.strategy_factory(self.config.strategy, self.data_comm, backend,
                                      self.shapes.n_params, options)

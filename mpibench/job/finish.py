@@ -19,15 +19,12 @@ from mpibench.results.calibration import Calibration
 from mpibench.results.compare import (compare_collectives, compare_steps, comparison_frame, modelled_bench_rows,
                                       run_load)
 from mpibench.results.report import build, read_csv
+from mpibench.sync.registry import options_of
 
 from . import scaling as scaling_mod
 from .calibrate import calibrate
 from .runner import run_scenario
 from .scaling import SCALING_COLUMNS, ScalingPlan
-
-
-def model_options(config) -> dict:
-    return {"bucket_bytes": config.bucket_bytes, "ps_shards": config.ps_shards}
 
 
 def start(world: MPI.Comm, base, plan: ScalingPlan = ScalingPlan(), strategies=None) -> Calibration:
@@ -78,7 +75,7 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
     measured = scaling_mod.measure(world, run_scenario, base, strategies, backend, plan, progress)
     if world.Get_rank() != 0:
         return
-    options = model_options(base)
+    options = options_of(base)
     rows = measured + scaling_mod.modelled(cal, measured, options)
     pd.DataFrame(rows, columns=SCALING_COLUMNS).to_csv(os.path.join(out_dir, "scaling.csv"), index=False)
     model_bench(out_dir, cal, options)

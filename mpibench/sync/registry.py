@@ -44,10 +44,23 @@ CHECKED: tuple[str, ...] = ("ring", "ps", "rd", "rabenseifner", "hier", "auto")
 OPTIONS: dict[str, str] = {
     "bucket_bytes": "bucket cap in bytes (--bucket-bytes)",
     "ps_shards": "parameter-server shards, 0 = one per member (--ps-shards)",
-    "straggler_deadline": "seconds a late worker is waited for (scenario option)",
     "ranks_per_node": "hier: ranks per node instead of shared-memory detection",
     "calibration": "auto: alpha/beta/gamma to choose with (else measured on the first reduction)",
 }
+
+
+def strategy_options(bucket_bytes: int, ps_shards: int, **more) -> dict:
+    """The ``options`` dict every strategy is built with: the two run settings
+    all built-ins read, plus any of :data:`OPTIONS` given by name."""
+    unknown = sorted(set(more) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"not a strategy option: {', '.join(unknown)} (see registry.OPTIONS)")
+    return {"bucket_bytes": int(bucket_bytes), "ps_shards": int(ps_shards), **more}
+
+
+def options_of(config) -> dict:
+    """:func:`strategy_options` from a run's settings (a RunConfig or anything with its two fields)."""
+    return strategy_options(config.bucket_bytes, config.ps_shards)
 
 
 @dataclass(frozen=True)

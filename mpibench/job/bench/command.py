@@ -6,6 +6,7 @@ from dataclasses import replace
 from mpi4py import MPI
 
 from mpibench.base.config import UsageError
+from mpibench.sync.registry import options_of
 
 from .plan import BenchPlan, registered, validate
 from .rows import human_bytes
@@ -57,7 +58,7 @@ def main_job_bench(comm: MPI.Comm, out_dir: str, config, backend, progress=None)
                  f"{', '.join(human_bytes(n) for n in MAIN_JOB_SIZES)}) ...")
     plan = BenchPlan(strategies=strategies, sizes_bytes=MAIN_JOB_SIZES, warmup=2, iterations=4, rounds=3,
                      seed=config.seed, model=False,
-                     options={"bucket_bytes": config.bucket_bytes, "ps_shards": config.ps_shards})
+                     options=options_of(config))
     rows = run_bench(comm, replace(plan), backend, out_dir).rows
     wrong = [f"{r['strategy']} at {human_bytes(r['bytes'])}" for r in rows if r["errors"]]
     if wrong and comm.Get_rank() == 0:
