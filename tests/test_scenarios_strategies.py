@@ -1,4 +1,5 @@
-"""Every named scenario under rd, rabenseifner, hier and auto, shrink and respawn, through the main job.
+"""Every named scenario under rd, rabenseifner, hier and auto, through the main job: all of them
+under shrink, and under respawn those with a kill (the recovery policy acts only on a dead process).
 
 The same launches and checks as tests/test_scenarios.py (whose helpers this
 reuses), narrowed to the logarithmic strategies: every invariant must hold
@@ -12,12 +13,29 @@ from test_scenarios import ALL, KILLS, assert_clean, main_job, rows_of
 pytestmark = pytest.mark.mpi
 
 NEW = ("rd", "rabenseifner", "hier", "auto")
+WORLD = 3
+
+
+def scenarios_for(recovery: str) -> list[str]:
+    """Under respawn, the scenarios whose schedule kills a process (read from the schedule itself)."""
+    from mpibench.faults.scenarios import build
+
+    if recovery == "shrink":
+        return list(ALL)
+    return [s for s in ALL if any(e.kind == "kill" for e in build(s, WORLD).events)]
+
+
+def test_respawn_keeps_every_kill_scenario_and_only_those():
+    kills = scenarios_for("respawn")
+    assert set(KILLS) <= set(kills) and "cascade" in kills
+    assert not {"none", "straggler", "partition-minority", "split-brain"} & set(kills)
 
 
 @pytest.mark.parametrize("recovery", ["shrink", "respawn"])
 def test_every_scenario_under_the_logarithmic_strategies(tmp_path, recovery):
-    job = main_job(tmp_path, 3, ALL, "--recovery", recovery, timeout=900, strategies=NEW)
-    assert_clean(job, {(s, k) for s in ALL for k in NEW})
+    scenarios = scenarios_for(recovery)
+    job = main_job(tmp_path, WORLD, scenarios, "--recovery", recovery, timeout=900, strategies=NEW)
+    assert_clean(job, {(s, k) for s in scenarios for k in NEW})
     faults, steps = job.csv("faults.csv"), job.csv("steps.csv")
     for scenario, phase in KILLS.items():
         for strategy in NEW:
