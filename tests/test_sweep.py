@@ -37,7 +37,7 @@ def fake_launcher(tmp_path, body: str) -> list[str]:
 
 
 @pytest.mark.parametrize("body,outcome,needle", [
-    ("echo 'rank 1 fell over: segfault' >&2; exit 139", CRASH, "exited 139"),
+    ("echo 'rank 1 fell over: segfault' >&2; exit 139", CRASH, "exit 139, twice"),
     ("echo 'waiting forever' >&2; exec sleep 30", HANG, "hung"),
 ])
 def test_broken_jobs_are_findings_with_their_stderr(tmp_path, body, outcome, needle):
@@ -51,6 +51,27 @@ def test_broken_jobs_are_findings_with_their_stderr(tmp_path, body, outcome, nee
     findings = pd.read_csv(tmp_path / "out" / "findings.csv", keep_default_na=False)
     assert len(findings) == 4 and findings.stderr_tail.str.contains(body.split("'")[1]).all()
     assert "4 cases" in summary_text(outcomes, 1.0)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("cases_per_launch", [1, 4])
+def test_a_launcher_that_fails_before_starting_is_tried_again_not_blamed_on_the_case(tmp_path, cases_per_launch):
+    """Every launch fails once before anything starts (as a launcher whose PMIx listener could
+    not start does), then runs: each case is judged on the second launch, and ok."""
+    real = shlex.join(mpirun_command())
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    launcher = fake_launcher(tmp_path, f'key=$(echo "$@" | md5sum | cut -c1-12)\n'
+                                       f'if [ ! -e {seen}/$key ]; then touch {seen}/$key; '
+                                       f"echo 'listener thread failed to start' >&2; exit 213; fi\n"
+                                       f'exec {real} "$@"')
+    settings = SweepSettings(tmp_path / "out", launcher, jobs=1, case_deadline_s=120,
+                             cases_per_launch=cases_per_launch)
+    outcomes = run_sweep(SweepPlan(1, (2,), ("ring", "ps"), 3).cases(), settings, stream=open(os.devnull, "w"))
+    assert [o.outcome for o in outcomes] == [OK, OK], [o.first_violation for o in outcomes]
+    first_tries = list((tmp_path / "out").rglob("stderr.first-launch.txt"))
+    assert len(first_tries) == len(list(seen.iterdir())) >= 1
+    assert all("listener thread failed" in f.read_text() for f in first_tries)
 
 
 def test_the_outcome_is_the_checkers_verdict_not_the_launchers_status(tmp_path):

@@ -22,7 +22,7 @@ from mpibench.faults.toml_io import dump as schedule_toml
 
 from mpibench.base.records import STATUS_FILE
 
-from .launch import JobResult, mpibench_command, run_job
+from .launch import JobResult, mpibench_command, run_job_once_more_if_unstarted
 
 OK, VIOLATION, CRASH, HANG, NO_VERDICT = "ok", "violation", "crash", "hang", "no-verdict"
 
@@ -104,7 +104,7 @@ def run_case(case: Case, folder: Path, mpiexec: list[str], deadline_s: float) ->
     schedule_path = write_case(case, folder)
     out_dir = folder / "run"
     cmd = mpibench_command(mpiexec, case.workers, case.run_args(schedule_path, out_dir))
-    job = run_job(cmd, folder, deadline_s)
+    job = run_job_once_more_if_unstarted(cmd, folder, deadline_s, started=out_dir.exists)
     return judge(case, out_dir, job, replay_command(mpiexec, case, folder))
 
 
@@ -166,6 +166,9 @@ def judge(case: Case, out_dir: Path, job: JobResult, replay: str, in_batch: bool
         outcome = HANG
         first = (f"hung at exit after a finished run (killed at the {job.deadline_s:g} s deadline)"
                  if finished else f"hung: no exit within the {job.deadline_s:g} s deadline")
+    elif job.returncode != 0 and not out_dir.exists():
+        outcome = CRASH  # the launcher failed twice before anything of the case ran
+        first = f"the launch failed (exit {job.returncode}, twice) before this case started"
     elif in_batch and not finished:
         outcome = CRASH
         first = f"the batch job ended (exit {job.returncode}) during this case"

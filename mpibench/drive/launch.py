@@ -161,6 +161,27 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None) -> J
     return JobResult(code, time.perf_counter() - start, deadline_s, tail(out_path), tail(err_path))
 
 
+# A launcher that fails before starting anything (seen here: "The PMIx server's
+# listener thread failed to start", exit 213, under heavy load) says nothing about
+# the case it was given. Such a launch is tried again, once, after a short pause;
+# a second failure is reported as it is.
+LAUNCH_RETRY_PAUSE_S = 2.0
+
+
+def run_job_once_more_if_unstarted(cmd: list[str], log_dir: Path, deadline_s: float, started,
+                                   stalled=None) -> JobResult:
+    """:func:`run_job`, run again once when it failed and ``started()`` says nothing of the
+    job had begun (its output folder was never made). The first attempt's output is kept
+    beside the second's (``*.first-launch.txt``)."""
+    job = run_job(cmd, log_dir, deadline_s, stalled)
+    if job.hung or job.returncode == 0 or started():
+        return job
+    for name in ("stdout.txt", "stderr.txt"):
+        (log_dir / name).replace(log_dir / name.replace(".txt", ".first-launch.txt"))
+    time.sleep(LAUNCH_RETRY_PAUSE_S)
+    return run_job(cmd, log_dir, deadline_s, stalled)
+
+
 def _wait(proc: subprocess.Popen, deadline_s: float, stalled) -> int:
     if stalled is None:
         return proc.wait(timeout=deadline_s)
