@@ -269,6 +269,10 @@ class FaultRecovery(Recovery):
     def _healed(self, trainer) -> bool:
         return sides.healed(self, trainer)
 
+    def hand_over(self, resume):
+        """What the replacements are handed (a respawn.Resume); self-test mutants override it."""
+        return resume
+
     def _resync(self, trainer, step: int) -> None:
         sides.resync(self, trainer, step)
 

@@ -82,9 +82,9 @@ def spawn_replacements(recovery, trainer, step: int, gone: list[int]) -> None:
         # Every worker's cursor after the last commit, as the loop tracks it: the
         # replacements resume from their dead workers' (steps.csv's epochs need the rest).
         cursors = dict(trainer.known_cursors)
-        payload = Resume(recovery.config, recovery.schedule, recovery.world_size, step,
-                         tuple(control.worker_ids) + dead, dead, trainer.params, cursors,
-                         dict(recovery.log.pids), recovery.state, recovery.continuation)
+        payload = recovery.hand_over(Resume(recovery.config, recovery.schedule, recovery.world_size, step,
+                                            tuple(control.worker_ids) + dead, dead, trainer.params, cursors,
+                                            dict(recovery.log.pids), recovery.state, recovery.continuation))
     merged, payload = spawn(control.mpi, len(dead), payload)
     pids = merged.allgather(os.getpid())
     recovery.log.pids.update(dict(zip(payload.ids, pids)))

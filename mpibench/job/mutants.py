@@ -29,8 +29,8 @@ named by global offset:
 
 The recovery mistakes need fault injection to show: ``dead-leak`` and
 ``double-apply`` are strategy mixins that carry state from an aborted attempt
-into its redo; ``stale-rejoin`` wraps two hooks of the fault recovery
-(:func:`.recovery_mutants.stale_rejoin_patches`) so that healed and respawned workers keep
+into its redo; ``stale-rejoin`` overrides two hooks of the fault recovery
+(:func:`.recovery_mutants.stale_rejoin_recovery`) so that healed and respawned workers keep
 stale parameters.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 from mpibench.sync.base import Reduction
 
 from .mutant_catalogue import MUTANTS
-from .recovery_mutants import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_patches
+from .recovery_mutants import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_recovery
 
 
 # ---------------------------------------------------------------------------- weighting mistakes
@@ -196,16 +196,19 @@ def strategy_factory(mutant: str, batch_size: int):
 def install(mutant: str) -> None:
     """Make this process's runs use ``mutant`` (the hidden ``run --mutant``).
 
-    The runner builds its trainer through ``mpibench.job.runner.Trainer``; that one
-    name is replaced by a subclass carrying the mutant, in this process only.
+    The mutant plugs in where any run is built (:func:`mpibench.job.runner.use_parts`):
+    a trainer whose strategy factory builds the mutant (and whose loop hook is
+    overridden, for the loop mistakes), and for ``stale-rejoin`` a recovery
+    whose hooks keep stale parameters.
     """
-    from . import runner
-    from mpibench.engine import worker
+    from mpibench.engine.worker import Trainer
+
     from .loop_mutants import LOOP_MUTANTS
+    from .runner import RunParts, use_parts
 
     if mutant not in MUTANTS:
         raise ValueError(f"unknown mutant {mutant!r} (choose from {', '.join(MUTANTS)})")
-    base = worker.Trainer
+    base = Trainer
     if mutant in LOOP_MUTANTS:  # a mistake in the loop itself: its hook overridden
         base = type(f"{LOOP_MUTANTS[mutant].__name__}Trainer", (LOOP_MUTANTS[mutant], base), {})
 
@@ -214,6 +217,5 @@ def install(mutant: str) -> None:
             kw["strategy_factory"] = strategy_factory(mutant, config.batch_size)
             super().__init__(config, *args, **kw)
 
-    runner.Trainer = MutantTrainer
-    if mutant == "stale-rejoin":
-        stale_rejoin_patches()
+    use_parts(RunParts(trainer=MutantTrainer,
+                       recovery=stale_rejoin_recovery() if mutant == "stale-rejoin" else None))

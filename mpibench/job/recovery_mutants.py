@@ -1,7 +1,7 @@
 """The recovery mistakes among the self-test's mutants (see :mod:`.mutants`).
 
 They show only under fault injection: two strategy mixins carry state from an
-aborted attempt into its redo, and :func:`stale_rejoin_patches` wraps two
+aborted attempt into its redo, and :func:`stale_rejoin_recovery` overrides two
 recovery hooks so that healed and respawned workers keep stale parameters.
 """
 from __future__ import annotations
@@ -59,31 +59,24 @@ class DoubleApplyMixin:
         return reduction
 
 
-def stale_rejoin_patches() -> None:
-    """Healed or respawned workers keep stale parameters instead of the committed ones.
+def stale_rejoin_recovery() -> type:
+    """A fault recovery whose healed and respawned workers keep stale parameters.
 
-    Two hooks of the fault recovery are wrapped: the re-sync of healed workers
-    is undone on the worker that re-synced, and a replacement is handed the
-    initial parameters instead of the survivors' current ones.
+    Two of its hooks are overridden: the re-sync of healed workers is undone on
+    the worker that re-synced, and a replacement is handed the initial
+    parameters instead of the survivors' current ones.
     """
-    from mpibench.faults import recovery, respawn
-
     from mpibench.engine.model import Shapes, init_params
+    from mpibench.faults.recovery import FaultRecovery
 
-    resync = recovery.FaultRecovery._resync
+    class StaleRejoinRecovery(FaultRecovery):
+        def _resync(self, trainer, step):
+            kept = trainer.params.copy()
+            super()._resync(trainer, step)
+            trainer.params[...] = kept
 
-    def stale_resync(self, trainer, step):
-        kept = trainer.params.copy()
-        resync(self, trainer, step)
-        trainer.params[...] = kept
+        def hand_over(self, resume):
+            c = resume.config
+            return replace(resume, params=init_params(c.seed, Shapes(c.features, c.hidden, c.classes)))
 
-    recovery.FaultRecovery._resync = stale_resync
-    spawn = respawn.spawn
-
-    def stale_spawn(comm, count, payload):
-        if isinstance(payload, respawn.Resume):
-            c = payload.config
-            payload = replace(payload, params=init_params(c.seed, Shapes(c.features, c.hidden, c.classes)))
-        return spawn(comm, count, payload)
-
-    respawn.spawn = stale_spawn
+    return StaleRejoinRecovery

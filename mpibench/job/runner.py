@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from mpi4py import MPI
 
@@ -12,6 +13,24 @@ from mpibench.engine.history import History, NoHistory, case_id, schedule_data, 
 from mpibench.base.records import RunRecords
 from mpibench.engine.summary import Summary
 from mpibench.engine.worker import Trainer
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """The classes a run is built from. The self-test's mutants (:mod:`mpibench.job.mutants`)
+    plug in here, through :func:`use_parts`, instead of replacing names in modules."""
+
+    trainer: type = Trainer
+    recovery: type | None = None  # None: mpibench.faults.recovery.FaultRecovery
+
+
+_parts = RunParts()
+
+
+def use_parts(parts: RunParts) -> None:
+    """Build this process's runs from ``parts`` from now on."""
+    global _parts
+    _parts = parts
 
 
 def recoverable_dup(world: MPI.Comm) -> MPI.Comm:
@@ -104,13 +123,14 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
     state = resume.pop("state", None)
     if not schedule.events:
         comm = Comm(mpi_comm, worker_ids, deadline_s=config.deadline_s)
-        return Trainer(config, comm, backend, dataset, shards, records, world_size, history=history, **resume)
+        return _parts.trainer(config, comm, backend, dataset, shards, records, world_size, history=history,
+                              **resume)
     injector = Injector(schedule, me, config.straggler_deadline, spent_kills=state is not None)
     if pids is None:
         pids = dict(zip(worker_ids, mpi_comm.allgather(os.getpid())))
-    recovery = FaultRecovery(config, schedule, injector, world_size, pids, continuation, state)
+    recovery = (_parts.recovery or FaultRecovery)(config, schedule, injector, world_size, pids, continuation, state)
     comm = recovery.make_comm(mpi_comm, worker_ids)
-    trainer = Trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery,
+    trainer = _parts.trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery,
                       history=history, **resume)
     if state is None:
         recovery.rebuild(trainer)  # the data plane gets its own communicator
