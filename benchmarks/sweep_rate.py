@@ -7,7 +7,7 @@ of each and their ratio. Besides the rate it prints the per-case overhead: the
 launch slot time per case minus the case's own time inside its batch
 (``case_time_s`` of the batched run), i.e. what launching costs per case.
 
-    python benchmarks/sweep_rate.py [--seeds 6] [--workers 2,3,4] [--jobs 2] [--k 12] [--pairs 2]
+    python benchmarks/sweep_rate.py [--seeds 6] [--workers 2,3,4] [--jobs 2] [--k 12] [--pairs 2] [--swarm]
 
 The launcher comes from MPIBENCH_MPIEXEC (the Makefile sets it) or the
 project's default flags (tests/mpirun.py).
@@ -34,6 +34,8 @@ def sweep(out: Path, args: argparse.Namespace, per_launch: int) -> tuple[float, 
     cmd = [sys.executable, "-m", "mpibench", "sweep", "--seeds", str(args.seeds), "--workers", args.workers,
            "--strategies", args.strategies, "--steps", str(args.steps), "--jobs", str(args.jobs),
            "--shrink-runs", "0", "--cases-per-launch", str(per_launch), "--out", str(out)]
+    if args.swarm:  # each case draws strategy, recovery and knobs from its seed
+        cmd += ["--swarm"]
     env = {**mpi_env(), "MPIBENCH_MPIEXEC": os.environ.get("MPIBENCH_MPIEXEC") or shlex.join(mpirun_command())}
     start = time.perf_counter()
     subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -52,6 +54,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--k", type=int, default=12, help="cases per launch of the batched runs")
     parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--swarm", action="store_true", help="swarm cases, as 'sweep --swarm' (--strategies "
+                        "then narrows what they draw from)")
     args = parser.parse_args()
     single, batched = [], []
     with tempfile.TemporaryDirectory() as tmp:
