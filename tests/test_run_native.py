@@ -4,6 +4,7 @@ import sys
 
 import pytest
 
+from mpibench.cli import usage
 from mpirun import mpirun_command, run_cli, run_command, run_mpi
 
 pytestmark = pytest.mark.mpi
@@ -102,3 +103,18 @@ def test_usage_meeting_waits_for_the_other_ranks_but_not_forever(tmp_path, deadl
     first = [float(l.split()[-1]) for l in job.stdout.splitlines() if l.startswith("rank 0 waited")]
     assert len(first) == 1, job.text
     assert (first[0] >= late_s * 0.9) if waits else (deadline_s * 0.9 <= first[0] < late_s), job.text
+
+
+@pytest.mark.parametrize("env,size", [
+    ({}, 1),
+    ({"OMPI_COMM_WORLD_SIZE": "3"}, 3),
+    ({"PMI_SIZE": "4"}, 4),
+    ({"SLURM_NTASKS": "8"}, 1),  # a batch script's own process is no MPI rank
+    ({"SLURM_NTASKS": "8", "PMIX_RANK": "2"}, 8),
+])
+def test_the_launched_size_counts_only_mpi_ranks(monkeypatch, env, size):
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "PMIX_RANK", "PMI_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert usage.launched_size() == size

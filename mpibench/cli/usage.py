@@ -26,10 +26,16 @@ def launched_rank() -> int:
 
 
 def launched_size() -> int:
-    """How many ranks the launcher started, without initialising MPI (1 when run bare)."""
-    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
+    """How many ranks an MPI launcher started, without initialising MPI (1 when run bare).
+
+    A Slurm allocation's task count counts only for a process that srun started as an
+    MPI rank: a driver command run in the batch script itself is not one of them."""
+    env = os.environ
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        if env.get(name, "").isdigit():
+            return int(env[name])
+    if ("PMIX_RANK" in env or "PMI_RANK" in env) and env.get("SLURM_NTASKS", "").isdigit():
+        return int(env["SLURM_NTASKS"])
     return 1
 
 
