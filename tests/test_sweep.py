@@ -170,3 +170,14 @@ def test_a_stopped_sweep_leaves_no_jobs_behind(tmp_path):
 def running(command: str) -> bool:
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     return any(line.strip() == command for line in ps.splitlines())
+
+
+@pytest.mark.parametrize("launch_started,needle", [(False, "launch failed (exit 213, twice) before this case"),
+                                                   (True, "batch job ended (exit 213) during this case")])
+def test_a_case_a_batch_never_reached_is_blamed_on_the_launch_only_if_nothing_began(tmp_path, launch_started,
+                                                                                     needle):
+    case = SweepPlan(1, (2,), ("ring",), 4).cases()[0]
+    never_made = tmp_path / "cases" / case.case_id / "run"
+    result = judge(case, never_made, JobResult(213, 0.1, 10, "", "listener failed"), "replay", in_batch=True,
+                   launch_started=launch_started)
+    assert result.outcome == CRASH and needle in result.first_violation

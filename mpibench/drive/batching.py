@@ -117,9 +117,14 @@ def run_batch(batch: Batch, out: Path, mpiexec: list[str], case_deadline_s: floa
     plan.write_text(json.dumps({"schema": 1, "workers": batch.workers, "cases": entries}, indent=1) + "\n")
     cmd = mpibench_command(mpiexec, batch.workers, ["batch", str(plan)])
     job = run_job_once_more_if_unstarted(cmd, folder, case_deadline_s * len(batch.cases),
-                                         started=lambda: any(r.exists() for r in runs),
+                                         started=lambda: launch_began(runs),
                                          stalled=_stall_watch(runs, case_deadline_s))
     return salvage(batch, runs, job, mpiexec, case_deadline_s)
+
+
+def launch_began(runs: list[Path]) -> bool:
+    """Whether the batch job began any case (each case makes its output folder first)."""
+    return any(r.exists() for r in runs)
 
 
 def _stall_watch(runs: list[Path], case_deadline_s: float) -> Callable[[], bool]:
@@ -145,7 +150,8 @@ def salvage(batch: Batch, runs: list[Path], job, mpiexec: list[str], case_deadli
             outcomes.append(judge(case, run_dir, case_job, replay, in_batch=True))
             continue
         died = replace(job, deadline_s=case_deadline_s) if job.hung else job
-        outcomes.append(judge(case, run_dir, died, replay, in_batch=True))
+        outcomes.append(judge(case, run_dir, died, replay, in_batch=True,
+                              launch_started=launch_began(runs)))
         return outcomes, list(batch.cases[i + 1:])
     return outcomes, []
 

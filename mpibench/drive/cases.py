@@ -126,8 +126,6 @@ def case_verdict(out_dir: Path):
     return verdict
 
 
-
-
 def batch_case_job(out_dir: Path, batch: JobResult, last: bool) -> JobResult:
     """What one case of a batch amounts to, as if it had been its own job.
 
@@ -145,12 +143,17 @@ def batch_case_job(out_dir: Path, batch: JobResult, last: bool) -> JobResult:
     return JobResult(code, float(status.get("wall_s", 0.0)), batch.deadline_s, batch.stdout_tail, batch.stderr_tail)
 
 
-def judge(case: Case, out_dir: Path, job: JobResult, replay: str, in_batch: bool = False) -> Outcome:
+def judge(case: Case, out_dir: Path, job: JobResult, replay: str, in_batch: bool = False,
+          launch_started: bool | None = None) -> Outcome:
     """The case's outcome from the checker's verdict; a broken job is a finding, not a pass.
 
     ``in_batch``: the case ran in a batch (``job`` from :func:`batch_case_job`); it
     finished only if its status file exists, whatever the batch's exit status.
+    ``launch_started``: whether anything of the launch began (default: this case's
+    folder exists); a failed launch that began nothing was already tried twice.
     """
+    if launch_started is None:
+        launch_started = out_dir.exists()
     verdict = case_verdict(out_dir)
     steps = sum(c.steps for c in verdict.cases)
     injected: dict[str, int] = {}
@@ -166,7 +169,7 @@ def judge(case: Case, out_dir: Path, job: JobResult, replay: str, in_batch: bool
         outcome = HANG
         first = (f"hung at exit after a finished run (killed at the {job.deadline_s:g} s deadline)"
                  if finished else f"hung: no exit within the {job.deadline_s:g} s deadline")
-    elif job.returncode != 0 and not out_dir.exists():
+    elif job.returncode != 0 and not launch_started:
         outcome = CRASH  # the launcher failed twice before anything of the case ran
         first = f"the launch failed (exit {job.returncode}, twice) before this case started"
     elif in_batch and not finished:
