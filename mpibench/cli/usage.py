@@ -13,8 +13,7 @@ import traceback
 import click
 
 from mpibench.base.config import UsageError
-
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
+from mpibench.base.exits import EXIT_COULD_NOT_RUN, EXIT_USAGE, EXIT_VIOLATION
 
 
 def launched_rank() -> int:

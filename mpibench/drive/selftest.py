@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
 from .launch import kill_all
+from mpibench.base.exits import EXIT_COULD_NOT_RUN
 from mpibench.job.mutant_catalogue import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
@@ -35,7 +36,6 @@ UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring"}
 STEPS = 6
 WORKERS = 3  # every trial's world size: the launcher must start this many ranks
-EXIT_COULD_NOT_RUN = 3
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,12 @@ from dataclasses import replace
 from mpi4py import MPI
 
 from mpibench.base.config import UsageError
+from mpibench.base.exits import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_VIOLATION
 from mpibench.sync.registry import options_of
 
 from .plan import BenchPlan, registered, validate
 from .rows import human_bytes
 from .run import CouldNotRun, run_bench
-
-EXIT_OK, EXIT_WRONG, EXIT_COULD_NOT_RUN = 0, 1, 3
 
 
 def bench_command(plan: BenchPlan, device: str, out: str) -> int:
@@ -40,7 +39,7 @@ def bench_command(plan: BenchPlan, device: str, out: str) -> int:
     if errors:
         if world.Get_rank() == 0:
             print(f"bench: {errors} wrong elements: a reduction gave a wrong sum", flush=True)
-        return EXIT_WRONG
+        return EXIT_VIOLATION
     return EXIT_OK
 
 

@@ -1,0 +1,7 @@
+"""The exit statuses every command shares (``--help`` states them).
+
+0: every invariant held (or every measured reduction was right); 1: a violation, a
+wrong reduction, or a run that could not go on; 2: bad usage or input; 3: could not
+run or cannot judge, never a pass or a fail.
+"""
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
