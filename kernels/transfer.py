@@ -165,8 +165,9 @@ class Transfer:
 
     def describe(self) -> dict:
         path = self.device_path
-        return {"device_path": path, "cuda_aware": path == CUDA_AWARE, "probe": self._probe,
-                "pinned_bytes": self.pool.allocated_bytes}
+        # No pinned-pool size here: run.json is written before any device buffer
+        # (and so any staging space) exists, and would always have said 0.
+        return {"device_path": path, "cuda_aware": path == CUDA_AWARE, "probe": self._probe}
 
     def reserve(self, nbytes: int) -> None:
         """Called when a device buffer is allocated: its staging space is made now."""

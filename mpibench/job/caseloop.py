@@ -19,6 +19,7 @@ import time
 from mpi4py import MPI
 
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.exits import EXIT_USAGE, EXIT_VIOLATION
 from mpibench.base.records import STATUS_FILE
 from .continuation import BetweenScenarios, MainJobAt
 from .runner import run_scenario_on
@@ -58,7 +59,7 @@ def _run_case(config: RunConfig, comm: MPI.Comm, backend, at: MainJobAt):
         summary, comm = run_in_folder(config, comm, backend, at)
     except UsageError as exc:  # found alike on every rank before training: the case's run exits 2
         if comm.Get_rank() == 0:
-            write_case_status(at.out, 2, str(exc), time.perf_counter() - start)
+            write_case_status(at.out, EXIT_USAGE, str(exc), time.perf_counter() - start)
         return None, comm
     finish_case(comm, config, summary, at.out, time.perf_counter() - start)
     return summary, comm
@@ -91,7 +92,7 @@ def finish_case(comm: MPI.Comm, config: RunConfig, summary, out: str, wall_s: fl
     if comm.Get_rank() != 0:
         return
     code = verdict_status(out, [summary.case_verdict] if summary.case_verdict is not None else [])
-    write_case_status(out, 1 if summary.error else code, summary.error, wall_s)
+    write_case_status(out, EXIT_VIOLATION if summary.error else code, summary.error, wall_s)
 
 
 def write_case_status(out: str, exit_status: int, stuck: str | None, wall_s: float) -> None:
