@@ -49,9 +49,29 @@ class Resume:
     after: object  # the job layer's continuation
 
 
+class SpawnRefused(RuntimeError):
+    """The launcher started no replacement process: the run cannot go on as scheduled.
+
+    Most often the allocation has no free slot (``mpirun -n N`` on N slots);
+    ``first`` says whether this process is the spawning communicator's rank 0,
+    so that one process reports it.
+    """
+
+    def __init__(self, message: str, first: bool):
+        super().__init__(message)
+        self.first = first
+
+
 def spawn(comm: MPI.Comm, count: int, payload) -> tuple[MPI.Comm, object]:
     """``count`` new processes merged after ``comm``'s ranks; ``payload`` from rank 0 to all."""
-    inter = comm.Spawn(sys.executable, args=ENTRY, maxprocs=count, root=0)
+    try:
+        inter = comm.Spawn(sys.executable, args=ENTRY, maxprocs=count, root=0)
+    except MPI.Exception as exc:
+        raise SpawnRefused(
+            f"the launcher started no replacement process ({exc.Get_error_string().strip()}); "
+            f"respawn needs a free slot for each of {count} replacement(s): run mpirun with "
+            "--oversubscribe or with more slots than ranks (or use --recovery shrink)",
+            first=comm.Get_rank() == 0) from None
     merged = inter.Merge(high=False)
     merged.Set_errhandler(MPI.ERRORS_RETURN)
     settle(merged)

@@ -93,14 +93,31 @@ def abort_job(exc: BaseException) -> None:
     MPI.COMM_WORLD.Abort(EXIT_VIOLATION)
 
 
+def could_not_run(message: str, report: bool) -> None:
+    """End the whole job as "could not run" (exit 3), one line from one process."""
+    from mpi4py import MPI
+
+    if report:
+        sys.stderr.write(f"mpibench: could not run: {message}\n")
+        sys.stderr.flush()
+    time.sleep(0.5)  # let the reporting process write before an abort from another kills it
+    MPI.COMM_WORLD.Abort(EXIT_COULD_NOT_RUN)
+
+
 def guarded(body) -> int:
-    """Run a job body: bad input exits 2 on every rank, a crash aborts the job."""
+    """Run a job body: bad input exits 2 on every rank, a spawn the launcher refused
+    ends the job as "could not run" (3), a crash aborts the job."""
+    from mpibench.faults.respawn import SpawnRefused  # here: MPI starts only in a job body
+
     try:
         code = body()
     except UsageError as exc:
         fail_usage(str(exc))
     except SystemExit:
         raise
+    except SpawnRefused as exc:  # the launcher's limits, not a defect: "could not run"
+        could_not_run(str(exc), exc.first)
+        return EXIT_COULD_NOT_RUN
     except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
         abort_job(exc)
         return EXIT_VIOLATION
