@@ -40,6 +40,18 @@ class Calibration:
         return Calibration.from_dict({**self.as_dict(), "alpha_s": self.alpha_step_s,
                                       "beta_s_per_byte": self.beta_step_s_per_byte})
 
+    def with_one_rank_step(self, strategy: str, batch, seconds) -> "Calibration":
+        """These figures with the one-rank step of ``strategy`` at ``batch`` replaced by
+        ``seconds`` (a measurement taken beside a scaling point); unchanged without one."""
+        try:
+            seconds = float(seconds)
+        except (TypeError, ValueError):
+            return self
+        if not seconds > 0 or not float(batch).is_integer():
+            return self
+        table = {**self.one_rank_step_by_strategy_s, f"{strategy}:{int(batch)}": seconds}
+        return Calibration.from_dict({**self.as_dict(), "one_rank_step_by_strategy_s": table})
+
     def gamma_s_per_byte(self, nbytes: float) -> float:
         """Reduction cost per byte: the cache figure for small buffers, memory for large."""
         return self.gamma_cache_s_per_byte if nbytes <= 1 << 20 else self.gamma_memory_s_per_byte

@@ -243,3 +243,58 @@ def test_the_one_rank_step_is_looked_up_under_the_points_strategy():
     assert costmodel.step_s(cal, "ps", 1, 128, 76844) == pytest.approx(7e-4)
     assert costmodel.step_s(cal, "ring", 1, 128, 76844) == pytest.approx(5e-4)
     assert costmodel.step_s(cal, "native", 1, 128, 76844) == pytest.approx(6e-4)  # the median over strategies
+
+
+def test_ranks_reaching_the_sync_apart_is_named_with_the_wait():
+    from mpibench.results.compare import step_parts
+
+    # the first rank waits 0.4 ms of a 1.6 ms step for the last: named, with the figure
+    parts = step_parts(measured_step=1.6e-3, measured_sync=0.6e-3, modelled_step=1.2e-3,
+                       modelled_sync=0.2e-3, sync_wait=0.4e-3)
+    assert [code for code, _ in parts] == ["arrival_skew", "sync_part"]
+    assert "0.4 ms" in parts[0][1] and "25%" in parts[0][1]
+    # a wait within the tolerance's share of the step is not a cause
+    assert step_parts(1.0e-3, 0.2e-3, 1.0e-3, 0.2e-3, sync_wait=0.05e-3) == []
+
+
+@pytest.mark.parametrize("ranks, within", [(1, False), (2, True)])
+def test_a_one_rank_step_is_held_to_the_tighter_tolerance(ranks, within):
+    import pandas as pd
+
+    from mpibench.results.compare import ONE_RANK_TOLERANCE, TOLERANCE, compare_steps
+
+    assert ONE_RANK_TOLERANCE < TOLERANCE
+    cal = calibration(one_rank_step_s={"128": 5e-4})
+    measured = 1.2 * 5e-4  # 20 % over the model: outside 15 %, inside 25 %
+    rows = [{"strategy": "ring", "mode": "weak", "ranks": ranks, "local_batch": 128, "bytes": 76844,
+             "step_time_s": measured, "step_time_p90_s": measured, "sync_time_s": 0.0, "tag": "measured"},
+            {"strategy": "ring", "mode": "weak", "ranks": ranks, "local_batch": 128, "bytes": 76844,
+             "step_time_s": 5e-4, "sync_time_s": 0.0, "tag": "modelled"}]
+    (row,) = compare_steps(cal, pd.DataFrame(rows), {})
+    assert bool(row["within"]) is within
+    assert row["tolerance"] == (ONE_RANK_TOLERANCE if ranks == 1 else TOLERANCE)
+
+
+def test_the_one_rank_step_measured_beside_a_point_replaces_the_calibrated_one():
+    cal = calibration(one_rank_step_s={"128": 6e-4}, one_rank_step_by_strategy_s={"ring:128": 5e-4})
+    beside = cal.with_one_rank_step("ring", 128, 9e-4)
+    assert costmodel.step_s(beside, "ring", 1, 128, 76844) == pytest.approx(9e-4)
+    assert costmodel.step_s(cal, "ring", 1, 128, 76844) == pytest.approx(5e-4)  # the original is untouched
+    for missing in (None, "", float("nan"), 0.0, -1.0):  # nothing measured: the calibration stands
+        assert cal.with_one_rank_step("ring", 128, missing) is cal
+
+
+def test_modelled_scaling_rows_use_the_figure_measured_beside_each_point():
+    from mpibench.job.scaling import _spread, modelled
+
+    cal = calibration(one_rank_step_s={"128": 5e-4})
+    points = [{"strategy": "ring", "mode": "weak", "ranks": p, "local_batch": 128, "global_batch": 128 * p,
+               "bytes": 76844, "one_rank_step_s": alone, "tag": "measured", "step_time_s": alone}
+              for p, alone in ((1, 8e-4), (2, 1.1e-3))]
+    rows = modelled(cal, points, {})
+    assert [r["one_rank_step_s"] for r in rows] == [8e-4, 1.1e-3]
+    assert rows[0]["step_time_s"] == pytest.approx(8e-4)
+    assert rows[1]["step_time_s"] == pytest.approx(costmodel.step_s(
+        cal.with_one_rank_step("ring", 128, 1.1e-3), "ring", 2, 128, 76844))
+    assert _spread([3e-4, 1e-4, None]) == pytest.approx(2e-4)
+    assert _spread([3e-4]) is None and _spread([None, None]) is None

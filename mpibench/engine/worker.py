@@ -275,6 +275,9 @@ class Trainer:
         loss_mean, loss_var = _moments(outcome.loss_rows)
         self.summary.steps += 1
         self.summary.note_batch(outcome.effective_batch)
+        own_sync = getattr(self.records, "own_sync_s", None)  # in-memory records (scaling points) keep it
+        if own_sync is not None:
+            own_sync.append(sync_s)
         if self.comm.rank != 0:
             return
         c = self.config

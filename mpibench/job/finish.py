@@ -29,15 +29,14 @@ from .scaling import SCALING_COLUMNS, ScalingPlan
 
 def start(world: MPI.Comm, base, plan: ScalingPlan = ScalingPlan(), strategies=None) -> Calibration:
     """Calibrate (every rank calls; every rank gets the same figures). The one-rank step is
-    measured under each of ``strategies`` (default: every registered one) at every local
-    batch the scaling points use."""
-    from mpibench.sync import STRATEGIES
-
+    measured under each of ``strategies`` (default: the run's own) at every local batch the
+    scaling points use; each scaling point measures its own again right before it runs
+    (:func:`.scaling.one_rank_beside`), and the model uses that one."""
     from .scaling import rank_counts
 
     batches = [plan.local_batch(mode, p) for mode in ("strong", "weak") for p in rank_counts(world.Get_size())]
     return calibrate(world, run_scenario, plan.config(base, base.strategy, plan.weak_batch), batches,
-                     sorted(STRATEGIES) if strategies is None else strategies)
+                     [base.strategy] if strategies is None else strategies)
 
 
 def append_rows(path: str, rows: list[dict]) -> None:

@@ -25,6 +25,9 @@ class MemoryRecords:
 
     def __init__(self):
         self.steps, self.invariants, self.faults = RowList(), RowList(), RowList()
+        # Every rank's own gradient-sync time per committed step (step rows are the first
+        # member's only): how long ranks wait for each other shows in their spread.
+        self.own_sync_s: list[float] = []
 
     def close(self) -> None:
         pass

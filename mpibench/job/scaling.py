@@ -23,8 +23,8 @@ from .hostload import HostLoad
 from .memrecords import MemoryRecords
 
 SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
-                   "step_time_s", "step_time_p90_s", "sync_time_s", "speedup", "efficiency",
-                   "other_load_cores", "violations", "tag", "assumptions"]
+                   "step_time_s", "step_time_p90_s", "sync_time_s", "sync_wait_s", "one_rank_step_s", "speedup",
+                   "efficiency", "other_load_cores", "violations", "tag", "assumptions"]
 
 
 @dataclass(frozen=True)
@@ -73,14 +73,42 @@ def measure_point(world: MPI.Comm, run, config, p: int, backend) -> dict | None:
         records = MemoryRecords()
         with blas_one_thread():
             summary = run(config, sub, records, backend)
+        own = records.own_sync_s[WARMUP_STEPS:] or records.own_sync_s
+        per_rank = sub.gather(float(np.median(own)) if own else None, root=0)
         sub.Free()
         if rank == 0:
-            row = _timing_row(records.steps.rows, summary)
+            row = {**_timing_row(records.steps.rows, summary), "sync_wait_s": _spread(per_rank)}
     idle_until_released(world)
     other = load.other_cores()  # every rank takes part: it sums the job's CPU time
     if row is not None:
         row["other_load_cores"] = other
     return row
+
+
+def one_rank_beside(world: MPI.Comm, run, config, p: int) -> float | None:
+    """The one-rank loop's step time at ``config``'s batch and strategy, run right
+    before a point, on each of its first ``p`` ranks at once; rank 0's figure (others None).
+
+    Right before: this host's compute speed was seen to change by 1.5x within
+    seconds, so a calibration taken minutes earlier misjudges the point. On p
+    ranks at once: the local work then shares the host (memory bandwidth, caches,
+    co-tenants) the way it does inside the step."""
+    from .calibrate import one_rank_step_s
+
+    world.Barrier()  # start together, so the p loops overlap
+    seconds = None
+    if world.Get_rank() < p:
+        with blas_one_thread():
+            seconds = one_rank_step_s(run, config, config.batch_size, config.strategy)
+    idle_until_released(world)
+    return seconds if world.Get_rank() == 0 else None
+
+
+def _spread(per_rank: list) -> float | None:
+    """Longest less shortest of the ranks' median sync times: how long, per step, the rank
+    that reaches the sync first waits for the last (a rank's sync ends when the last arrives)."""
+    known = [t for t in per_rank if t is not None]
+    return max(known) - min(known) if len(known) > 1 else None
 
 
 def _timing_row(rows: list[dict], summary) -> dict:
@@ -104,11 +132,13 @@ def measure(world: MPI.Comm, run, base, strategies, backend, plan: ScalingPlan =
                 progress(f"scaling: {strategy}, {mode}, p = {', '.join(map(str, counts))} ({batch}) ...")
             for p in counts:
                 local = plan.local_batch(mode, p)
-                row = measure_point(world, run, plan.config(base, strategy, local), p, backend)
+                config = plan.config(base, strategy, local)
+                alone = one_rank_beside(world, run, config, p)
+                row = measure_point(world, run, config, p, backend)
                 if row is not None:
                     rows.append({"strategy": strategy, "mode": mode, "ranks": p, "local_batch": local,
                                  "global_batch": local * p, "bytes": plan.sync_bytes(),
-                                 "tag": "measured", "assumptions": "", **row})
+                                 "one_rank_step_s": alone, "tag": "measured", "assumptions": "", **row})
     return add_speedups(rows)
 
 
@@ -127,17 +157,19 @@ def add_speedups(rows: list[dict]) -> list[dict]:
 
 
 def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
-    """The model's row for every measured point (same strategy, mode, p and batch)."""
+    """The model's row for every measured point (same strategy, mode, p and batch); a point's
+    local work is the one-rank step measured beside it, where there is one."""
     from mpibench.results import costmodel
 
     rows = []
     for m in measured_rows:
         if m["tag"] != "measured":
             continue
-        predicted = costmodel.step_s(cal, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options)
-        sync = costmodel.sync_s(cal.in_step(), m["strategy"], m["ranks"], m["bytes"], options)
-        rows.append({**{k: m[k] for k in ("strategy", "mode", "ranks", "local_batch", "global_batch",
-                                          "bytes")},
+        point = cal.with_one_rank_step(m["strategy"], m["local_batch"], m.get("one_rank_step_s"))
+        predicted = costmodel.step_s(point, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options)
+        sync = costmodel.sync_s(point.in_step(), m["strategy"], m["ranks"], m["bytes"], options)
+        rows.append({**{k: m.get(k) for k in ("strategy", "mode", "ranks", "local_batch", "global_batch",
+                                              "bytes", "one_rank_step_s")},
                      "steps": "", "step_time_s": predicted, "step_time_p90_s": "", "sync_time_s": sync,
                      "other_load_cores": "", "violations": "", "tag": "modelled", "assumptions": costmodel.assumptions_text()})
     return add_speedups(rows)
