@@ -124,6 +124,9 @@ def measure(world: MPI.Comm, run, base, strategies, backend, plan: ScalingPlan =
             progress=None) -> list[dict]:
     """Every (strategy, mode, p) point, each trained by ``run``; rank 0 returns the rows, others []."""
     rows = []
+    # Untimed: the first one-rank loop after the benchmarks ran ~1.6x slow in every run
+    # tried (warm-up), and would have been the first point's figure.
+    one_rank_beside(world, run, plan.config(base, strategies[0], plan.strong_batch), world.Get_size())
     for strategy in strategies:
         for mode in ("strong", "weak"):
             counts = rank_counts(world.Get_size())

@@ -1,17 +1,20 @@
-"""``auto``: per bucket size and p, the algorithm the run's own calibration says is fastest.
+"""``auto``: per bucket size and p, the algorithm this run measures fastest.
 
 MPICH and Open MPI's tuned component switch all-reduce algorithms by message
 size and communicator size: recursive doubling while latency dominates,
 Rabenseifner's halving/doubling once bandwidth does. ``auto`` makes the same
-switch from the alpha-beta-gamma costs of the candidates (their ``cost_s``),
-evaluated with this run's figures rather than a fixed table:
+switch from this run's own figures rather than a fixed table:
 
-* ``options["calibration"]``: a :class:`mpibench.results.calibration.Calibration`
-  or its ``as_dict()`` (the main job and the benchmarks pass theirs), or
-* otherwise a quick measurement on the first reduction: ping-pongs of 8 bytes
-  and 256 KiB between ranks 0 and 1 through the communicator and a timed
-  local add (the fastest of each), taken on rank 0 and broadcast, so every
-  rank decides alike.
+* by default, on the first reduction of a buffer, it times each candidate on a
+  scratch bucket of each width the buffer needs (the fastest of a few calls;
+  rank 0's clock, broadcast, so every rank decides alike). Timing the real
+  calls sees what an alpha-beta-gamma line cannot: with the PyPI Open MPI at
+  p = 2, one 64 KiB message took about twice two 32 KiB ones (a protocol
+  switch), so the model picked ``rd`` where it was 2.4x slower than
+  ``rabenseifner``;
+* with ``options["calibration"]`` (a :class:`mpibench.results.calibration.Calibration`
+  or its ``as_dict()``), from the candidates' alpha-beta-gamma costs (their
+  ``cost_s``) instead: deterministic, for tests and what-if questions.
 
 A buffer has at most two bucket sizes (full buckets and the tail), so at
 most two candidates run, each on its own contiguous view; their pieces are
@@ -61,6 +64,29 @@ class LinkCosts:
 def choose(costs, p: int, bucket_bytes: float) -> type[SyncStrategy]:
     """The candidate with the lowest modelled time for one bucket (first wins a tie)."""
     return min(CANDIDATES, key=lambda cls: cls.cost_s(costs, p, bucket_bytes, {}))
+
+
+TRIAL_CALLS = 3  # timed calls per candidate and width, after one untimed
+
+
+def timed_choice(comm, backend, candidates: dict, width: int, dtype=np.float32) -> type[SyncStrategy]:
+    """The candidate whose fastest of :data:`TRIAL_CALLS` reductions of a ``width``-element
+    scratch bucket was quickest on rank 0 (broadcast: every rank picks alike).
+
+    Collective over ``comm``; the scratch values are never used. The untimed first call
+    builds the candidate's plan for the scratch buffer."""
+    scratch = backend.zeros(width, dtype=dtype)
+    fastest = np.zeros(len(CANDIDATES), dtype=np.float64)
+    for i, cls in enumerate(CANDIDATES):
+        times = []
+        for _ in range(TRIAL_CALLS + 1):
+            start = time.perf_counter()
+            candidates[cls].reduce(scratch)
+            backend.synchronize()
+            times.append(time.perf_counter() - start)
+        fastest[i] = min(times[1:])
+    comm.bcast(fastest, 0)
+    return CANDIDATES[int(np.argmin(fastest))]
 
 
 def measure_costs(comm, backend) -> LinkCosts:
@@ -115,7 +141,7 @@ class _Plan:
 
 class Auto(SyncStrategy):
     name = "auto"
-    summary = "per bucket size and p, rd or rabenseifner, whichever the run's calibrated cost model says"
+    summary = "per bucket size and p, rd or rabenseifner, whichever this run times faster"
     option_names = ("bucket_bytes", "calibration")
 
     def __init__(self, comm, backend, n_params, options=None):
@@ -131,13 +157,9 @@ class Auto(SyncStrategy):
     def plan_for(self, buf) -> "_Plan":
         """The views of ``buf`` and the candidate chosen for each (cached per buffer)."""
         if self._plan is None or self._plan.buf is not buf:
-            if self.costs is None:
-                self.costs = measure_costs(self.comm, self.backend)
-            itemsize = buf.dtype.itemsize
             full = len(buf) // self.bucket_elems * self.bucket_elems
             parts = [(0, full, self.bucket_elems), (full, len(buf), len(buf) - full)]
-            chosen = [(start, end, choose(self.costs, self.comm.size, width * itemsize))
-                      for start, end, width in parts if end > start]
+            chosen = [(start, end, self._choose(width, buf.dtype)) for start, end, width in parts if end > start]
             if len({cls for _, _, cls in chosen}) == 1:
                 chosen = [(0, len(buf), chosen[0][2])]  # one algorithm: one call on the whole buffer
             runs = [(start, buf[start:end], self._candidates[cls]) for start, end, cls in chosen]
@@ -148,6 +170,11 @@ class Auto(SyncStrategy):
                 whole = Reduction(self.comm.worker_ids, runs[0][2].compiled_for(buf).pieces, len(buf), label)
             self._plan = _Plan(buf, runs, label, whole)
         return self._plan
+
+    def _choose(self, width: int, dtype) -> type[SyncStrategy]:
+        if self.costs is not None:
+            return choose(self.costs, self.comm.size, width * np.dtype(dtype).itemsize)
+        return timed_choice(self.comm, self.backend, self._candidates, width, dtype)
 
     def reduce(self, buf) -> Reduction:
         plan = self.plan_for(buf)

@@ -45,7 +45,7 @@ OPTIONS: dict[str, str] = {
     "bucket_bytes": "bucket cap in bytes (--bucket-bytes)",
     "ps_shards": "parameter-server shards, 0 = one per member (--ps-shards)",
     "ranks_per_node": "hier: ranks per node instead of shared-memory detection",
-    "calibration": "auto: alpha/beta/gamma to choose with (else measured on the first reduction)",
+    "calibration": "auto: alpha/beta/gamma to choose with by the cost model (else it times the candidates)",
 }
 
 
