@@ -35,8 +35,9 @@ ASSUMPTIONS = (
     "a step = the same step's local work on one rank (the worker loop on MPI.COMM_SELF at the same "
     "local batch, so p = 1 re-measures it) + gradient sync + loss-statistics allgather",
     "on one rank a collective costs its software call overhead (calibrated on MPI.COMM_SELF)",
-    "the one-rank step is calibrated under the point's own strategy right before the point, on each of "
-    "its p ranks at once (the local work shares the host as it does in the step), and a step on p ranks "
+    "the one-rank step is calibrated under the point's own strategy, interleaved with the point's "
+    "measurements, on each of its p ranks at once (the local work shares the host as it does in the "
+    "step), and a step on p ranks "
     "also pays the evidence gather to rank 0 (log2 p latencies, like the loss statistics)",
 )
 NATIVE_SMALL_BYTES = 10 << 10

@@ -85,7 +85,36 @@ def measure_point(world: MPI.Comm, run, config, p: int, backend) -> dict | None:
     return row
 
 
-def one_rank_beside(world: MPI.Comm, run, config, p: int) -> float | None:
+POINT_ROUNDS = 3  # interleaved (one-rank loop, point) pairs per scaling point; medians kept
+
+
+def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int = POINT_ROUNDS) -> dict | None:
+    """``rounds`` times the one-rank loop beside the point, then the point itself; rank 0 gets
+    one row of medians over the rounds (``one_rank_step_s`` included), others None.
+
+    Interleaved, both halves of each pair see the same state of the host; one pair alone
+    was seen 1.6x apart when the host changed speed between its halves."""
+    pairs = []
+    for _ in range(rounds):
+        alone = one_rank_beside(world, run, config, p, repeats=1)
+        row = measure_point(world, run, config, p, backend)
+        if row is not None:
+            pairs.append((alone, row))
+    if not pairs:
+        return None
+    rows = [row for _, row in pairs]
+    medians = {key: _median([r.get(key) for r in rows])
+               for key in ("step_time_s", "step_time_p90_s", "sync_time_s", "sync_wait_s", "other_load_cores")}
+    return {**medians, "steps": sum(r["steps"] for r in rows), "violations": sum(r["violations"] for r in rows),
+            "one_rank_step_s": _median([alone for alone, _ in pairs])}
+
+
+def _median(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.median(known)) if known else None
+
+
+def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = 3) -> float | None:
     """The one-rank loop's step time at ``config``'s batch and strategy, run right
     before a point, on each of its first ``p`` ranks at once; rank 0's figure (others None).
 
@@ -99,7 +128,7 @@ def one_rank_beside(world: MPI.Comm, run, config, p: int) -> float | None:
     seconds = None
     if world.Get_rank() < p:
         with blas_one_thread():
-            seconds = one_rank_step_s(run, config, config.batch_size, config.strategy)
+            seconds = one_rank_step_s(run, config, config.batch_size, config.strategy, repeats)
     idle_until_released(world)
     return seconds if world.Get_rank() == 0 else None
 
@@ -135,13 +164,11 @@ def measure(world: MPI.Comm, run, base, strategies, backend, plan: ScalingPlan =
                 progress(f"scaling: {strategy}, {mode}, p = {', '.join(map(str, counts))} ({batch}) ...")
             for p in counts:
                 local = plan.local_batch(mode, p)
-                config = plan.config(base, strategy, local)
-                alone = one_rank_beside(world, run, config, p)
-                row = measure_point(world, run, config, p, backend)
+                row = measure_rounds(world, run, plan.config(base, strategy, local), p, backend)
                 if row is not None:
                     rows.append({"strategy": strategy, "mode": mode, "ranks": p, "local_batch": local,
                                  "global_batch": local * p, "bytes": plan.sync_bytes(),
-                                 "one_rank_step_s": alone, "tag": "measured", "assumptions": "", **row})
+                                 "tag": "measured", "assumptions": "", **row})
     return add_speedups(rows)
 
 
