@@ -6,8 +6,10 @@ Rabenseifner's halving/doubling once bandwidth does. ``auto`` makes the same
 switch from this run's own figures rather than a fixed table:
 
 * by default, on the first reduction of a buffer, it times each candidate on a
-  scratch bucket of each width the buffer needs (the fastest of a few calls;
-  rank 0's clock, broadcast, so every rank decides alike). Timing the real
+  scratch bucket of each width the buffer needs, as the benchmarks time a call
+  (buffer written just before, ranks starting together, median over a few calls
+  of the slowest rank's time; every rank gathers the same figures, so every
+  rank decides alike). Timing the real
   calls sees what an alpha-beta-gamma line cannot: with the PyPI Open MPI at
   p = 2, one 64 KiB message took about twice two 32 KiB ones (a protocol
   switch), so the model picked ``rd`` where it was 2.4x slower than
@@ -66,27 +68,36 @@ def choose(costs, p: int, bucket_bytes: float) -> type[SyncStrategy]:
     return min(CANDIDATES, key=lambda cls: cls.cost_s(costs, p, bucket_bytes, {}))
 
 
-TRIAL_CALLS = 3  # timed calls per candidate and width, after one untimed
+TRIAL_CALLS = 5  # timed calls per candidate and width, after one untimed
 
 
 def timed_choice(comm, backend, candidates: dict, width: int, dtype=np.float32) -> type[SyncStrategy]:
-    """The candidate whose fastest of :data:`TRIAL_CALLS` reductions of a ``width``-element
-    scratch bucket was quickest on rank 0 (broadcast: every rank picks alike).
+    """The candidate with the lowest median time for one reduction of a ``width``-element
+    scratch bucket, as the benchmarks time a call: the buffer written just before (as a
+    step's pack writes it), every rank starting together, the call lasting until its
+    slowest rank is done. Every rank gathers the same figures, so every rank picks alike.
 
-    Collective over ``comm``; the scratch values are never used. The untimed first call
-    builds the candidate's plan for the scratch buffer."""
-    scratch = backend.zeros(width, dtype=dtype)
-    fastest = np.zeros(len(CANDIDATES), dtype=np.float64)
+    Timed without the write (or back to back), one 64 KiB exchange looked cheaper than
+    two 32 KiB ones, while after a write it took 2.5x as long. Collective over ``comm``;
+    the scratch values are never used. The untimed first call builds the candidate's plan
+    for the scratch buffer."""
+    scratch, source = backend.zeros(width, dtype=dtype), backend.zeros(width, dtype=dtype)
+    mark, marks = np.zeros(1), np.zeros(comm.size)
+    times = np.zeros((len(CANDIDATES), TRIAL_CALLS))
     for i, cls in enumerate(CANDIDATES):
-        times = []
-        for _ in range(TRIAL_CALLS + 1):
+        for call in range(-1, TRIAL_CALLS):
+            backend.accumulate(scratch, source)
+            backend.synchronize()
+            comm.allgather(mark, marks)  # start together: no rank's clock runs while it waits
             start = time.perf_counter()
             candidates[cls].reduce(scratch)
             backend.synchronize()
-            times.append(time.perf_counter() - start)
-        fastest[i] = min(times[1:])
-    comm.bcast(fastest, 0)
-    return CANDIDATES[int(np.argmin(fastest))]
+            if call >= 0:
+                times[i, call] = time.perf_counter() - start
+    every = np.zeros(comm.size * times.size)
+    comm.allgather(times.ravel(), every)
+    per_call = every.reshape(comm.size, *times.shape).max(axis=0)  # the slowest rank's time
+    return CANDIDATES[int(np.argmin(np.median(per_call, axis=1)))]
 
 
 def measure_costs(comm, backend) -> LinkCosts:
