@@ -11,7 +11,7 @@ NP ?= 8
 OUT ?=
 MPI ?= embedded
 # The repeated-run tests (marker slow, minutes each) run with `make test-slow`.
-PYTEST_ARGS ?= -m "not slow"
+PYTEST_ARGS ?= -m "not slow" --durations=15
 
 BIN := $(VENV)/bin
 PY := $(BIN)/python
