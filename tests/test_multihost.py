@@ -248,18 +248,22 @@ time.sleep(300)
 def test_interrupted_testbed_leaves_nothing(tmp_path, sig):
     _skip_or_fail_without_namespaces()
     name = f"mpbt{os.getpid() % 100000}"
-    driver = ("import signal,sys; signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))\n"
-              + TEARDOWN_DRIVER)
+    # SIGINT is made a KeyboardInterrupt explicitly: a shell that starts pytest in the
+    # background leaves it ignored, and the ignore is inherited by the driver.
+    driver = ("import signal,sys; signal.signal(signal.SIGTERM, lambda *_: sys.exit(3)); "
+              "signal.signal(signal.SIGINT, signal.default_int_handler)\n" + TEARDOWN_DRIVER)
     proc = subprocess.Popen([sys.executable, "-c", driver, name], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "up"
         assert len(netns.leftovers(name)) >= 5  # 2 namespaces, bridge, 2 ports, files, sleep
         proc.send_signal(sig)
         proc.wait(timeout=30)
+        left = netns.leftovers(name)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert netns.leftovers(name) == []
+        netns.remove_stale(name)  # a failed case must not leave its parts to the next one
+    assert left == []
 
 
 def test_failed_build_tears_down_what_it_made():

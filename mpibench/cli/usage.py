@@ -93,8 +93,8 @@ def abort_job(exc: BaseException) -> None:
     MPI.COMM_WORLD.Abort(EXIT_VIOLATION)
 
 
-def could_not_run(message: str, report: bool) -> None:
-    """End the whole job as "could not run" (exit 3), one line from one process."""
+def abort_could_not_run(message: str, report: bool) -> None:
+    """End a whole MPI job as "could not run" (exit 3), one line from one process."""
     from mpi4py import MPI
 
     if report:
@@ -116,7 +116,7 @@ def guarded(body) -> int:
     except SystemExit:
         raise
     except SpawnRefused as exc:  # the launcher's limits, not a defect: "could not run"
-        could_not_run(str(exc), exc.first)
+        abort_could_not_run(str(exc), exc.first)
         return EXIT_COULD_NOT_RUN
     except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
         abort_job(exc)
