@@ -64,12 +64,15 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
     """Scaling, modelled rows, comparison and report (every rank calls).
 
     Without a plan, the default one runs between 8 and 12 steps per point,
-    following ``--steps``, so a quick run stays quick."""
+    following ``--steps``, and a run of fewer steps than that measures each point
+    once instead of in three rounds, so a quick run stays quick."""
     from dataclasses import replace
 
     from mpibench.base import runinfo
 
-    plan = plan or replace(ScalingPlan(), steps=min(ScalingPlan.steps, max(8, base.steps)))
+    quick = base.steps < ScalingPlan.steps
+    plan = plan or replace(ScalingPlan(), steps=min(ScalingPlan.steps, max(8, base.steps)),
+                           rounds=1 if quick else ScalingPlan.rounds)
 
     measured = scaling_mod.measure(world, run_scenario, base, strategies, backend, plan, progress)
     if world.Get_rank() != 0:

@@ -38,6 +38,7 @@ class ScalingPlan:
     weak_batch: int = 128  # per rank
     strong_batch: int = 1024  # global
     steps: int = 12
+    rounds: int = 3  # interleaved (one-rank loop, point) pairs per point; medians kept
 
     def config(self, base, strategy: str, local_batch: int):
         return replace(base, strategy=strategy, scenario="none", features=self.features,
@@ -85,10 +86,7 @@ def measure_point(world: MPI.Comm, run, config, p: int, backend) -> dict | None:
     return row
 
 
-POINT_ROUNDS = 3  # interleaved (one-rank loop, point) pairs per scaling point; medians kept
-
-
-def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int = POINT_ROUNDS) -> dict | None:
+def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int = 3) -> dict | None:
     """``rounds`` times the one-rank loop beside the point, then the point itself; rank 0 gets
     one row of medians over the rounds (``one_rank_step_s`` included), others None.
 
@@ -164,7 +162,7 @@ def measure(world: MPI.Comm, run, base, strategies, backend, plan: ScalingPlan =
                 progress(f"scaling: {strategy}, {mode}, p = {', '.join(map(str, counts))} ({batch}) ...")
             for p in counts:
                 local = plan.local_batch(mode, p)
-                row = measure_rounds(world, run, plan.config(base, strategy, local), p, backend)
+                row = measure_rounds(world, run, plan.config(base, strategy, local), p, backend, plan.rounds)
                 if row is not None:
                     rows.append({"strategy": strategy, "mode": mode, "ranks": p, "local_batch": local,
                                  "global_batch": local * p, "bytes": plan.sync_bytes(),
