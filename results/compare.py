@@ -73,7 +73,7 @@ def step_parts(measured_step: float, measured_sync: float, modelled_step: float,
     bookkeeping) against the one-rank calibration, the gradient sync against its model, and
     how far apart the ranks reached the sync (``sync_wait``; the model has them arrive at once)."""
     found = []
-    if sync_wait > 0 and measured_step > 0 and sync_wait / measured_step > TOLERANCE / 2:
+    if sync_wait > 0 and measured_step > 0 and sync_wait / measured_step > tolerance / 2:
         found.append(("arrival_skew", f"ranks reach the sync apart: the first waits {sync_wait * 1e3:.3g} ms "
                                       f"per step for the last ({sync_wait / measured_step:.0%} of the step); "
                                       "the model has every rank arrive at once"))

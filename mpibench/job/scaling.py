@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from mpi4py import MPI
 
-from .calibrate import LOOP_WARMUP as WARMUP_STEPS  # the one-rank calibration skips as many
+from .calibrate import LOOP_REPEATS, LOOP_WARMUP as WARMUP_STEPS  # the one-rank calibration skips as many
+from .calibrate import one_rank_step_s
 from .timing import blas_one_thread, idle_until_released
 from .hostload import HostLoad
 from .memrecords import MemoryRecords
@@ -86,7 +87,7 @@ def measure_point(world: MPI.Comm, run, config, p: int, backend) -> dict | None:
     return row
 
 
-def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int = 3) -> dict | None:
+def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int) -> dict | None:
     """``rounds`` times the one-rank loop beside the point, then the point itself; rank 0 gets
     one row of medians over the rounds (``one_rank_step_s`` included), others None.
 
@@ -112,7 +113,7 @@ def _median(values) -> float | None:
     return float(np.median(known)) if known else None
 
 
-def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = 3) -> float | None:
+def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = LOOP_REPEATS) -> float | None:
     """The one-rank loop's step time at ``config``'s batch and strategy, run right
     before a point, on each of its first ``p`` ranks at once; rank 0's figure (others None).
 
@@ -120,8 +121,6 @@ def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = 3) -> f
     seconds, so a calibration taken minutes earlier misjudges the point. On p
     ranks at once: the local work then shares the host (memory bandwidth, caches,
     co-tenants) the way it does inside the step."""
-    from .calibrate import one_rank_step_s
-
     world.Barrier()  # start together, so the p loops overlap
     seconds = None
     if world.Get_rank() < p:

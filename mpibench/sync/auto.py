@@ -38,7 +38,6 @@ from .rd import RecursiveDoubling
 from .ring import DEFAULT_BUCKET_BYTES
 
 CANDIDATES = (RecursiveDoubling, Rabenseifner)
-_PROBE_TAG = 61
 
 
 @dataclass(frozen=True)
@@ -98,46 +97,6 @@ def timed_choice(comm, backend, candidates: dict, width: int, dtype=np.float32) 
     comm.allgather(times.ravel(), every)
     per_call = every.reshape(comm.size, *times.shape).max(axis=0)  # the slowest rank's time
     return CANDIDATES[int(np.argmin(np.median(per_call, axis=1)))]
-
-
-def measure_costs(comm, backend) -> LinkCosts:
-    """Alpha and beta from ping-pongs between ranks 0 and 1, gamma from a local add; rank 0's figures."""
-    figures = np.zeros(3, dtype=np.float64)
-    if comm.size > 1 and comm.rank < 2:
-        small, large = np.zeros(2, np.float32), np.zeros(64 << 10, np.float32)
-        half_trips = [_half_round_trip(comm, buf, 1 - comm.rank, trips) for buf, trips in ((small, 30), (large, 6))]
-        alpha = half_trips[0]
-        beta = max(half_trips[1] - alpha, 0.0) / large.nbytes
-        a, b = backend.zeros(len(large)), backend.zeros(len(large))
-        adds = []
-        for _ in range(5):
-            start = time.perf_counter()
-            backend.accumulate(a, b)
-            backend.synchronize()
-            adds.append(time.perf_counter() - start)
-        figures[:] = alpha, beta, min(adds[1:]) / large.nbytes
-    comm.bcast(figures, 0)
-    alpha, beta, gamma = (float(x) for x in figures)
-    return LinkCosts(alpha, beta, gamma, gamma)
-
-
-def _half_round_trip(comm, buf, peer: int, trips: int) -> float:
-    """Fastest half round trip of ``buf`` with ``peer`` (rank 0 sends first).
-
-    The fastest, not the median: the model wants a message's own cost, and on a
-    shared machine most trips also wait for the scheduler.
-    """
-    times = []
-    for _ in range(trips + 1):
-        start = time.perf_counter()
-        if comm.rank == 0:
-            comm.send(buf, peer, _PROBE_TAG)
-            comm.recv(buf, peer, _PROBE_TAG)
-        else:
-            comm.recv(buf, peer, _PROBE_TAG)
-            comm.send(buf, peer, _PROBE_TAG)
-        times.append((time.perf_counter() - start) / 2)
-    return float(min(times[1:]))  # the first trip pays for connection set-up
 
 
 @dataclass(frozen=True)
