@@ -9,7 +9,7 @@ from mpirun import mpirun_command, run_cli, run_command, run_mpi
 
 pytestmark = pytest.mark.mpi
 
-NAMES = {"equivalence", "replicas", "accounting", "membership", "data", "coverage"}
+NAMES = {"equivalence", "replicas", "accounting", "membership", "data", "coverage", "contract"}
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3, 8])

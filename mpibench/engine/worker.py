@@ -25,7 +25,7 @@ from mpibench.sync.comm import Comm, CommError
 from mpibench.sync.registry import options_of
 
 from .data import Cursor, Dataset, ShardWalker, next_cursor
-from .history import AttemptRecord, NoHistory, params_b64, params_digest
+from .history import AttemptRecord, NoHistory, count_value, params_b64, params_digest
 from .model import MLP, Shapes, init_params
 from .recovery_hooks import Recovery
 from .summary import Summary
@@ -46,6 +46,7 @@ class StepOutcome:
     effective_batch: int = 0
     role: str = "contribute"
     transfers: object = None  # this worker's host/device copies in the step (device back-ends)
+    losses: np.ndarray | None = None  # this worker's per-sample losses (contributors), for the history
 
 
 digest = params_digest  # the history's digest: blake2b of the float32 little-endian bytes
@@ -210,6 +211,7 @@ class Trainer:
         transfers_before = transfer_counts(self.backend)
         if role == "contribute":
             grad_sum, count, losses = self._gradient(indices)
+            pending.losses = losses
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
             reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
@@ -229,27 +231,27 @@ class Trainer:
 
     # ------------------------------------------------------------------ history and records
     def _write_attempt(self, step: int, attempt: int, error) -> None:
-        """This attempt's evidence, flushed before the commit agreement starts."""
+        """This attempt's evidence, flushed before the commit agreement starts (every
+        contributor writes the same: no rank is the recorder; see engine/history.py)."""
         p = self._pending
         group = sorted(self.data_comm.worker_ids) if self.data_comm is not None and p.role == "contribute" else []
-        full = bool(group) and group[0] == self.comm.worker_id
         reduction = p.reduction
-        mean, var = _moments(p.loss_rows)
+        full = p.role == "contribute" and reduction is not None and error is None
+        mean, var, before = *_moments(p.loss_rows), [p.cursor_before.epoch, p.cursor_before.position]
         self.history.attempt(AttemptRecord(
             step=step, attempt=attempt, role=p.role, members=sorted(self.comm.worker_ids), group=group,
-            shard=self.shard_id, cursor_before=[p.cursor_before.epoch, p.cursor_before.position],
-            cursor_after=[self.cursor.epoch, self.cursor.position] if error is None else
-            [p.cursor_before.epoch, p.cursor_before.position],
-            batch=[int(i) for i in p.batch], params_before=digest(self.params_before),
+            shard=self.shard_id, cursor_before=before,
+            cursor_after=[self.cursor.epoch, self.cursor.position] if error is None else before,
+            batch=p.batch.tolist(), params_before=digest(self.params_before),
             params_after=digest(self.params),
             contributing=sorted(int(w) for w in reduction.contributing) if reduction is not None else None,
-            effective_batch=int(p.effective_batch) if reduction is not None else None,
+            effective_batch=count_value(p.effective_batch) if reduction is not None else None,
             pieces=[[int(o), int(n)] for o, n in reduction.pieces] if reduction is not None else None,
             total_length=int(reduction.total_length) if reduction is not None else None,
             loss_mean=mean, loss_var=var,
             error=" ".join(str(error).split()) if error is not None else None,
-            full_before=params_b64(self.params_before) if full else None,
-            full_after=params_b64(self.params) if full else None))
+            full_after=params_b64(self.params) if full else None,
+            losses=params_b64(p.losses) if full and p.losses is not None else None))
 
     def _advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
         """Move every member that consumed a batch this step; (epoch ends, lowest contributing epoch)."""
