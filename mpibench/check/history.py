@@ -46,6 +46,7 @@ class Attempt:
     full_after: str | None  # the worker's parameters after the step (contributors)
     losses: str | None  # the worker's per-sample float32 losses (contributors)
     decision: str | None = None  # None: the worker never returned from the agreement
+    algorithm: str | None = None  # what a choosing strategy reduced with
     file: str = ""
     worker: int = -1
 
@@ -173,7 +174,8 @@ def _attempt(r: dict, wf: WorkerFile, decision: str | None) -> Attempt:
         contributing=None if r["contributing"] is None else tuple(r["contributing"]),
         effective_batch=r["effective_batch"], pieces=_tuple(r["pieces"]),
         total_length=r["total_length"], loss_mean=r["loss_mean"], loss_var=r["loss_var"], error=r["error"],
-        full_after=r["full_after"], losses=r["losses"], decision=decision, file=wf.name, worker=wf.worker)
+        full_after=r["full_after"], losses=r["losses"], decision=decision, algorithm=r.get("algorithm"),
+        file=wf.name, worker=wf.worker)
 
 
 def _short(path: str) -> str:

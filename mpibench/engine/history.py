@@ -83,6 +83,7 @@ class AttemptRecord:
     error: str | None
     full_after: str | None  # base64 float32 parameters after the reduction (contributors)
     losses: str | None  # base64 float32 per-sample losses of this worker's batch (contributors)
+    algorithm: str | None = None  # what a choosing strategy reduced with (auto:rd, hier[...])
 
 
 class History:

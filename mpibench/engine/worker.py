@@ -251,7 +251,8 @@ class Trainer:
             loss_mean=mean, loss_var=var,
             error=" ".join(str(error).split()) if error is not None else None,
             full_after=params_b64(self.params) if full else None,
-            losses=params_b64(p.losses) if full and p.losses is not None else None))
+            losses=params_b64(p.losses) if full and p.losses is not None else None,
+            algorithm=getattr(reduction, "algorithm", None) or None))
 
     def _advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
         """Move every member that consumed a batch this step; (epoch ends, lowest contributing epoch)."""

@@ -58,6 +58,13 @@ def check(case, view):
             last = by_file[f.name][-1].decision
             if last in ("commit", "skip"):  # a retry that ends a file: its worker died meanwhile
                 finals.setdefault(last, []).append(f.worker)
+    chosen = {}
+    for a in view.active:
+        if a.role == "contribute":
+            chosen.setdefault(a.algorithm, []).append(a.worker)
+    if len(chosen) > 1:  # one reduction: every contributor ran the same algorithm
+        problems.append("contributors reduced with different algorithms: " + "; ".join(
+            f"{alg} by [{' '.join(map(str, sorted(ws)))}]" for alg, ws in sorted(chosen.items(), key=str)))
     if len(finals) > 1:
         problems.append("workers disagree on the step's outcome: " + "; ".join(
             f"{d} by [{' '.join(map(str, sorted(ws)))}]" for d, ws in sorted(finals.items())))
