@@ -19,11 +19,12 @@ in float64, so float32 accumulation shows here).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..history import floats32, full_params, params_digest
-from ..reference import reference_step
+from ..reference import reference_steps
 from .accounting import contributor_batches
 
 NAME = "equivalence"
@@ -39,21 +40,58 @@ def tolerance_text() -> str:
 
 
 def check(case, view):
-    last = case.state.get(NAME)  # (digest, float32 array) the last commit left
-    if last is None:
-        last = (case.initial_digest(), case.initial_params)
-    after = _after_copy(view)
-    case.state[NAME] = (view.agreed.params_after, after)  # what the next step starts from
     problem = start_problem(view)
     if problem:
         return False, problem
     if view.step % case.reference_every:
         return True, f"starts from the last commit; reference skipped (check every {case.reference_every})"
-    if after is None:
+    due = _table(case).get(view.step)
+    if due is None or due.after is None:
         return None, "no full parameter copy of the committed parameters recorded for the step"
-    if last[1] is None or last[0] != view.start_digest:
+    if due.ref is None:
         return None, "no full parameter copy of the parameters the step started from"
-    return reference_problem(case, view, last[1], after)
+    return reference_problem(case, view, due)
+
+
+@dataclass(frozen=True)
+class Due:
+    """One step's full parameters before and after it, and its reference (None: no copy)."""
+
+    before: np.ndarray | None
+    after: np.ndarray | None
+    ref: object = None
+
+
+def _table(case) -> dict:
+    """Every committed step's copies and, where the reference is due, its reference: the
+    chain of copies walked once (before = the previous commit's own copy, or the seed's
+    initial parameters), and every due step's reference computed in one stacked pass."""
+    table = case.state.get(NAME)
+    if table is not None:
+        return table
+    table, last, due = {}, (case.initial_digest(), case.initial_params), []
+    for view in case.views():
+        if view.agreed is None:
+            continue
+        after = _after_copy(view)
+        before = last[1] if last[0] == view.start_digest else None
+        table[view.step] = Due(before, after)
+        if view.step % case.reference_every == 0 and before is not None and after is not None:
+            due.append((view.step, _union(view)))
+        last = (view.agreed.params_after, after)
+    features, labels = case.data
+    c = case.config
+    refs = reference_steps([table[s].before for s, _ in due], features, labels, [u for _, u in due],
+                           c["hidden"], c["classes"])
+    for (step, _), ref in zip(due, refs):
+        table[step] = Due(table[step].before, table[step].after, ref)
+    case.state[NAME] = table
+    return table
+
+
+def _union(view) -> np.ndarray:
+    batches = contributor_batches(view)
+    return np.array([i for w in sorted(batches) for i in batches[w]], dtype=np.int64)
 
 
 def _after_copy(view) -> np.ndarray | None:
@@ -78,12 +116,10 @@ def start_problem(view) -> str | None:
     return None
 
 
-def reference_problem(case, view, before: np.ndarray, after: np.ndarray):
-    features, labels = case.data
+def reference_problem(case, view, due: Due):
+    before, after, ref = due.before, due.after, due.ref
     batches = contributor_batches(view)
-    union = np.array([i for w in sorted(batches) for i in batches[w]], dtype=np.int64)
     c = case.config
-    ref = reference_step(before, features, labels, union, c["hidden"], c["classes"])
     b64, a64 = before.astype(np.float64), after.astype(np.float64)
     applied, expected = a64 - b64, -c["lr"] * ref.grad_mean
     k = 2 * (c["features"] + c["hidden"] + c["classes"]) + ref.n_samples + len(view.agreed.members)
