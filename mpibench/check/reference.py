@@ -65,7 +65,8 @@ def _chunk(befores, features, labels, unions, hidden: int, n_classes: int) -> li
         padded[k, :len(i)] = i
     x = features[padded].astype(np.float64) * mask[..., None]
     onehot = np.eye(n_classes)[labels[padded]] * mask[..., None]
-    grads, abs_grads, losses = _gradients(x, onehot, mask, w1, b1, w2, b2)
+    with np.errstate(all="ignore"):  # non-finite parameters give non-finite references: judged, not warned
+        grads, abs_grads, losses = _gradients(x, onehot, mask, w1, b1, w2, b2)
     n = np.maximum(counts, 1)[:, None]
     grad_mean = np.concatenate([g.reshape(len(idx), -1) for g in grads], axis=1) / n
     grad_abs = np.concatenate([g.reshape(len(idx), -1) for g in abs_grads], axis=1) / n

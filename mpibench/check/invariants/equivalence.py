@@ -124,7 +124,8 @@ def reference_problem(case, view, due: Due):
     applied, expected = a64 - b64, -c["lr"] * ref.grad_mean
     k = 2 * (c["features"] + c["hidden"] + c["classes"]) + ref.n_samples + len(view.agreed.members)
     tol = c["lr"] * k * EPS32 * ref.grad_abs_mean + 2 * EPS32 * (np.abs(b64) + np.abs(a64)) + 1e-30
-    excess = np.abs(applied - expected) / tol
+    with np.errstate(all="ignore"):  # NaN and inf are judged below, not warned about
+        excess = np.abs(applied - expected) / tol
     bad = ~(excess <= 1)  # NaN and inf are never within tolerance
     if bad.any():
         worst = int(np.flatnonzero(bad)[np.argmax(np.nan_to_num(excess[bad], nan=np.inf))])
