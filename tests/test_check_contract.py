@@ -212,3 +212,17 @@ def test_any_false_claim_of_a_stalled_record_is_a_violation(tmp_path_factory, fi
                     "params_after": "c" * 32}[field]
     verdict = judge(tmp_path_factory.mktemp("h"), CUT, tamper)
     assert rows(verdict)[(step, "contract")].passed is False
+
+
+@pytest.mark.parametrize("sim,stalled", [
+    (Sim(world=3, partitions=[([[0, 1], [2]], 1, 3)]), 2),
+    (Sim(world=5, samples=5, batch_size=1, partitions=[([[0, 1, 2], [3, 4]], 1, 3)]), 4),  # one sample each
+    (Sim(world=5, seed=3, partitions=[([[1, 2, 3], [0, 4]], 2, 4)]), 0),  # worker 0 on the stalled side
+], ids=["w3", "w5-one-sample-shards", "w5-worker0-stalled"])
+def test_a_stalled_claim_is_caught_at_any_world_size(tmp_path, sim, stalled):
+    start = sim.partitions[0][1]
+    assert judge(tmp_path / "honest", sim).verdict == "pass"
+
+    def tamper(files, info):
+        find(files, stalled, start, role="stall")["batch"] = [0]
+    breach(judge(tmp_path / "planted", sim, tamper), start, f"worker {stalled} step {start}")
