@@ -5,7 +5,7 @@ judges what *every* record claims (stalled, late, aborted and replacement ones
 too) against the checker's own model of each worker, carried from step to step:
 where its walk stands (its cursor, advanced only by its consuming commits), which
 parameters it holds (its file's chain of digests: a commit moves it, a rollback
-does not, a resync sets it) and which records a live worker owes (one final
+does not; a resync of the step may stand in for it) and which records a live worker owes (one final
 record per step it was alive for). A live member's missing or contradictory
 evidence is a violation here, never "cannot judge": only a file that stops
 where a scheduled kill explains it may lack its last records.
@@ -96,7 +96,7 @@ def _file(case, view, model: Model, f, attempts: list, resynced: set) -> list[st
     w, out = f.worker, []
     if f.name not in model.chain:
         model.chain[f.name] = view.start_digest if f.replacement else model.initial
-        if f.replacement and (w, f.joined_step) not in case.plan.kills:
+        if f.replacement and (case.plan.recovery != "respawn" or (w, f.joined_step) not in case.plan.kills):
             out.append(f"{f.name}: a replacement for worker {w} at step {f.joined_step}, where no kill is scheduled")
     for i, a in enumerate(attempts):
         final_of_file = a is f.attempts[-1] and f.closed_steps is None  # a kill may have cut it short
