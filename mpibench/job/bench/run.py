@@ -134,16 +134,11 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
 
 
 def oversubscription(world: MPI.Comm) -> str:
-    """A note when this host runs more ranks than it has cores (figures then time-share)."""
-    from mpibench.job.timing import cores_available
-    from mpibench.base.runinfo import this_host
+    """A note when a host runs more ranks than its ranks' affinity masks together hold
+    CPUs (figures then time-share); judged from every rank, whatever the binding."""
+    from mpibench.job.hostload import host_cores, oversubscription_note
 
-    hosts = world.allgather(this_host())
-    on_host, cores = hosts.count(this_host()), cores_available()
-    busiest = world.allreduce(on_host - cores, op=MPI.MAX)
-    if busiest <= 0:
-        return ""
-    return f"oversubscribed: up to {busiest} more ranks than cores on a host; not a result"
+    return oversubscription_note(host_cores(world))
 
 
 def _model(world: MPI.Comm, cal, plan: BenchPlan, measured: list[dict], log, out_dir) -> list[dict]:
