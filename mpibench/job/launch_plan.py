@@ -16,7 +16,7 @@ from mpibench.base.exits import EXIT_OK, EXIT_PARTIAL
 from mpibench.base.plan import mark_not_run
 from mpibench.engine.history import case_id
 
-from .capabilities import Capabilities, cases_not_run, plan_block, probe
+from .capabilities import Capabilities, cases_not_run, full_command, plan_block, probe
 from .runner import prepare
 
 
@@ -49,7 +49,8 @@ def announce(world: MPI.Comm, out: str, caps: Capabilities, configs, not_run: di
 def run_json_fields(caps: Capabilities, configs, not_run: dict[int, str]) -> dict:
     """What run.json records of the launch: its capabilities and the cases left out."""
     ids = case_ids(configs)
-    return {"launch": caps.as_dict(), "not_run": {ids[i]: needs for i, needs in not_run.items()}}
+    return {"launch": caps.as_dict(), "not_run": {ids[i]: needs for i, needs in not_run.items()},
+            "full_command": full_command(caps, sys.argv[1:]) if not_run else ""}
 
 
 def sweep_left_out(world: MPI.Comm, caps: Capabilities, configs, first_index: int) -> frozenset:
