@@ -9,3 +9,13 @@ that a later case kills is a recoverable failure, not one that ends the launch
 OPEN_MPI_FLAGS = ("--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1")
 FAULT_TOLERANCE_FLAGS = ("--with-ft", "ulfm")
 RECOVERABLE_SPAWN_FLAGS = ("--prtemca", "state_base_recoverable", "1")
+
+
+def root_env_words() -> list[str]:
+    """``VAR=1`` words a printed Open MPI command needs to run as pasted by root
+    (Open MPI refuses to start as root without them); none for other users."""
+    import os
+
+    if os.geteuid() != 0:
+        return []
+    return ["OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"]

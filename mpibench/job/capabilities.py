@@ -21,7 +21,8 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from mpibench.base.launchflags import FAULT_TOLERANCE_FLAGS, OPEN_MPI_FLAGS, RECOVERABLE_SPAWN_FLAGS
+from mpibench.base.launchflags import (FAULT_TOLERANCE_FLAGS, OPEN_MPI_FLAGS, RECOVERABLE_SPAWN_FLAGS,
+                                       root_env_words)
 
 from .hostload import HostCores, host_cores
 from .launcher_seen import read_launcher
@@ -142,7 +143,7 @@ def full_command(caps: Capabilities, args: list[str]) -> str:
     python = sys.executable
     beside = Path(python).parent / "mpirun"
     launcher = [str(beside) if beside.exists() else "mpirun", "-n", str(caps.ranks), *OPEN_MPI_FLAGS]
-    return shlex.join([*launcher, python, "-m", "mpibench", *_without_out(args)])
+    return shlex.join([*root_env_words(), *launcher, python, "-m", "mpibench", *_without_out(args)])
 
 
 def _without_out(args: list[str]) -> list[str]:
@@ -163,7 +164,8 @@ def describe(caps: Capabilities) -> list[str]:
     hosts = "; ".join(f"{h.host}: {h.ranks} rank(s) on {h.cores} CPU(s), binding {h.binding}"
                       + (" (oversubscribed)" if h.oversubscribed else "") for h in caps.hosts)
     slots = "unknown" if caps.universe_size is None else str(caps.free_slots)
-    return [f"launch: {caps.library.split(',')[0]} ({caps.family}), {caps.ranks} rank(s) on {len(caps.hosts)} host(s): {hosts}",
+    return [f"launch: {caps.library.split(',')[0]} ({caps.family}), {caps.ranks} rank(s) on "
+            f"{len(caps.hosts)} host(s): {hosts}",
             f"  process-fault tolerance: {'yes' if caps.fault_tolerance else 'no'} (probe: {caps.fault_tolerance_how})",
             f"  spawn: {caps.spawn}; free slots: {slots}{', oversubscribing' if caps.oversubscribe else ''}; "
             f"recoverable spawned processes: {'yes' if caps.recoverable_spawn else 'no'}"]
