@@ -45,6 +45,7 @@ class Capabilities:
     oversubscribe: bool  # the launcher maps more ranks than slots
     universe_size: int | None  # MPI_UNIVERSE_SIZE: the slots the launcher offers, if it says
     spawn: str  # WORKS, or why spawning is not available / was not tried
+    revoke: bool  # Comm.Revoke is there (ULFM's, or the MPI's own extension)
     hosts: tuple[HostCores, ...]
     launcher: tuple[str, ...]  # the launcher's argv as rank 0 saw it
 
@@ -52,12 +53,19 @@ class Capabilities:
     def free_slots(self) -> int | None:
         return None if self.universe_size is None else max(0, self.universe_size - self.ranks)
 
-    def lacking(self, kills: bool, respawns: bool) -> str:
+    def lacking(self, kills: bool, respawns: bool, interrupts: bool = False) -> str:
         """What a case needs that this launch lacks, in words a user can act on ('' if none).
         ``kills``: its schedule kills ranks; ``respawns``: replacements are spawned for it
-        (during it, or afterwards to restore the world size)."""
+        (during it, or afterwards to restore the world size); ``interrupts``: a step can
+        fail on some ranks (cut, dropped straggler), which the others learn by a revoke."""
         if kills and not self.fault_tolerance:
             return self.fault_tolerance_needs()
+        if interrupts and not self.revoke:
+            return (f"MPI_Comm_revoke, which this MPI ({self.family}) does not offer here "
+                    "(a failed step is ended on every rank by revoking its communicator)")
+        if interrupts and not self.fault_tolerance and self.family == "Open MPI":
+            # seen here without it: cut scenarios hung, and a revoke made the launcher fail the job
+            return shlex.join(FAULT_TOLERANCE_FLAGS)
         if respawns and kills and not self.recoverable_spawn:
             if self.family == "Open MPI":
                 return f"{shlex.join(RECOVERABLE_SPAWN_FLAGS)} (a killed replacement would end the launch)"
@@ -107,10 +115,25 @@ def probe(world: MPI.Comm, spawn_needed: bool) -> Capabilities:
     universe = world.Get_attr(MPI.UNIVERSE_SIZE)
     hosts = tuple(host_cores(world))
     caps = Capabilities(family, library, world.Get_size(), fault_tolerance, seen[0][1][1], recoverable,
-                        oversubscribe, universe, "", hosts, seen[0][0].command)
+                        oversubscribe, universe, "", _revoke_works(world, family), hosts, seen[0][0].command)
     from dataclasses import replace
 
     return replace(caps, spawn=_spawn_probe(world, caps, spawn_needed))
+
+
+def _revoke_works(world: MPI.Comm, family: str) -> bool:
+    """Whether ``Comm.Revoke`` works here (collective). Open MPI 5 has it with or without
+    ``--with-ft ulfm`` (checked); elsewhere it is tried on a private copy of ``world``."""
+    if family == "Open MPI":
+        return hasattr(MPI.Comm, "Revoke")
+    trial = world.Dup()
+    try:
+        trial.Revoke()
+        works = True
+    except (NotImplementedError, MPI.Exception):  # mpi4py raises the former when the MPI lacks it
+        works = False
+    trial.Free()
+    return bool(world.allreduce(int(works), op=MPI.MIN))
 
 
 def _spawn_probe(world: MPI.Comm, caps: Capabilities, needed: bool) -> str:
@@ -164,7 +187,7 @@ def describe(caps: Capabilities) -> list[str]:
     hosts = "; ".join(f"{h.host}: {h.ranks} rank(s) on {h.cores} CPU(s), binding {h.binding}"
                       + (" (oversubscribed)" if h.oversubscribed else "") for h in caps.hosts)
     slots = "unknown" if caps.universe_size is None else str(caps.free_slots)
-    return [f"launch: {caps.library.split(',')[0]} ({caps.family}), {caps.ranks} rank(s) on "
+    return [f"launch: {' '.join(caps.library.split(',')[0].split())} ({caps.family}), {caps.ranks} rank(s) on "
             f"{len(caps.hosts)} host(s): {hosts}",
             f"  process-fault tolerance: {'yes' if caps.fault_tolerance else 'no'} (probe: {caps.fault_tolerance_how})",
             f"  spawn: {caps.spawn}; free slots: {slots}{', oversubscribing' if caps.oversubscribe else ''}; "
@@ -175,9 +198,13 @@ def cases_not_run(caps: Capabilities, configs, schedules, restores_world: bool) 
     """Index -> what the case needs, for each case this launch cannot run. ``restores_world``:
     the job spawns replacements after a kill case to restore its world size."""
     found = {}
+    from .runner import scenario_config
+
     for index, (config, schedule) in enumerate(zip(configs, schedules)):
         kills = schedule.needs_ulfm()
-        needs = caps.lacking(kills, restores_world or config.recovery == "respawn")
+        dropped = bool(schedule.delays) and scenario_config(config, schedule).straggler_deadline > 0
+        needs = caps.lacking(kills, restores_world or config.recovery == "respawn",
+                             interrupts=bool(schedule.partitions) or dropped)
         if needs:
             found[index] = needs
     return found

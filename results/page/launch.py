@@ -21,7 +21,7 @@ def section(info: dict) -> str:
             f"spawn: {launch.get('spawn')}; recoverable spawned processes "
             f"{'yes' if launch.get('recoverable_spawn') else 'no'}")
     parts = [f"<div id='launch' class='{'warning' if not_run else 'meta-line'}'>",
-             f"<div>Launch: {esc(str(launch.get('library', '')).split(',')[0])} ({esc(launch.get('family'))}), "
+             f"<div>Launch: {esc(' '.join(str(launch.get('library', '')).split(',')[0].split()))} ({esc(launch.get('family'))}), "
              f"{esc(hosts)}; {esc(able)}.</div>"]
     if not_run:
         parts.append(f"<div><strong>Ran {ran} of {ran + len(not_run)} planned cases; "
