@@ -119,3 +119,10 @@ def oversubscription_note(hosts: list[HostCores]) -> str:
         return ""
     return (f"oversubscribed: {worst.ranks} ranks time-share {worst.cores} CPU(s) on {worst.host}; "
             "not a result")
+
+
+def record_host_cpus(out_dir: str, hosts: list[HostCores]) -> None:
+    """run.json's ``host_cpus``: each host's ranks, CPUs and the binding seen."""
+    from mpibench.base import runinfo
+
+    runinfo.update(out_dir, {"host_cpus": [h.as_dict() for h in hosts]})

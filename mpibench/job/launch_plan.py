@@ -49,7 +49,8 @@ def announce(world: MPI.Comm, out: str, caps: Capabilities, configs, not_run: di
 def run_json_fields(caps: Capabilities, configs, not_run: dict[int, str]) -> dict:
     """What run.json records of the launch: its capabilities and the cases left out."""
     ids = case_ids(configs)
-    return {"launch": caps.as_dict(), "not_run": {ids[i]: needs for i, needs in not_run.items()},
+    return {"launch": caps.as_dict(), "host_cpus": [h.as_dict() for h in caps.hosts],
+            "not_run": {ids[i]: needs for i, needs in not_run.items()},
             "full_command": full_command(caps, sys.argv[1:]) if not_run else ""}
 
 
