@@ -52,13 +52,15 @@ fi
 [[ "$MPIBENCH_SRUN_MPI" =~ ^(pmix(_v[0-9]+)?|pmi2|cray_shasta)$ ]] ||
     mpibench_fail "MPIBENCH_SRUN_MPI must be pmix, pmix_vN, pmi2 or cray_shasta, not '$MPIBENCH_SRUN_MPI'"
 MPIRUN="$(command -v mpirun || true)"
-if [[ -z "${MPIBENCH_MPIRUN_FLAGS+set}" ]]; then
-    if [[ -n "$MPIRUN" ]] && "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI\|prte"; then
-        MPIBENCH_MPIRUN_FLAGS="--with-ft ulfm --prtemca state_base_recoverable 1 --oversubscribe"
-    else
-        MPIBENCH_MPIRUN_FLAGS=""  # MPICH's hydra: no fault-tolerance flags to give
-    fi
+mpibench_launcher_env=()
+if [[ -n "$MPIRUN" ]] && ! "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI\|prte"; then
+    # MPICH's hydra inside an allocation: its ranks would also see the batch step's
+    # PMIX_* variables and refuse to pick a PMI ("Found both env vars PMI_SIZE and
+    # PMIX_NAMESPACE"); hydra speaks PMI-1, so say so.
+    mpibench_launcher_env=(env "MPIR_CVAR_PMI_VERSION=${MPIR_CVAR_PMI_VERSION:-1}")
+    : "${MPIBENCH_MPIRUN_FLAGS:=}"  # no fault-tolerance flags to give
 fi
+: "${MPIBENCH_MPIRUN_FLAGS=--with-ft ulfm --prtemca state_base_recoverable 1 --oversubscribe}"
 
 if [[ "$(id -u)" == 0 ]]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -96,7 +98,8 @@ mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on th
         mpirun)
             [[ -n "$MPIRUN" ]] || mpibench_fail "no mpirun on PATH (MPIBENCH_LAUNCH=mpirun)"
             # shellcheck disable=SC2086  # the flags are a word list
-            "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS ${mapping[@]+"${mapping[@]}"} -n "$ntasks" "$PY" -m mpibench "$@" ;;
+            ${mpibench_launcher_env[@]+"${mpibench_launcher_env[@]}"} \
+                "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS ${mapping[@]+"${mapping[@]}"} -n "$ntasks" "$PY" -m mpibench "$@" ;;
         srun)
             srun --mpi="$MPIBENCH_SRUN_MPI" --nodes="$nodes" --ntasks="$ntasks" "$PY" -m mpibench "$@" ;;
         *)

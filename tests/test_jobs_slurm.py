@@ -182,7 +182,9 @@ def test_mpich_run_under_slurm(submit, launch):
     check_run_folder(submit.results / f"mpibench-{job.job_id}", 4, ulfm=False)
     killed = submit("mpibench.sbatch", "run", "--strategy", "ring", "--scenario", "kill-before-compute", *SMALL,
                     tasks=4, env=env)
-    assert killed.returncode == 4, killed.text
+    # The job exits 4 (its one case left out); the script's status is then the checker's
+    # answer for a folder in which nothing ran, never a pass.
+    assert killed.returncode in (3, 4), killed.text
     assert "needs process-fault tolerance, which this MPI (MPICH) does not offer here" in killed.log
 
 

@@ -74,7 +74,7 @@ class HostCores:
     def binding(self) -> str:
         """The binding seen, in words (run.json)."""
         if all(n >= self.cores for n in self.cpus_per_rank):
-            return f"none: every rank may use all {self.cores} CPUs"
+            return f"shared: each rank may use all {self.cores} CPU(s)"
         if not self.overlapping:
             return f"disjoint: {'/'.join(str(n) for n in sorted(set(self.cpus_per_rank)))} CPU(s) per rank"
         return "overlapping masks: some ranks share CPUs"
