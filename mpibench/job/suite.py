@@ -89,6 +89,8 @@ def single_run(config: RunConfig, out) -> int:
     start = time.perf_counter()
     summary, comm = run_in_folder(config, recoverable_dup(world), backend, SingleRun(out), hosts)
     wall_s = time.perf_counter() - start
+    if comm.Get_rank() == 0:  # what the launch could do, beside the config run.json already holds
+        runinfo.update(out, launch_plan.run_json_fields(caps, [config], not_run))
     if comm.Get_rank() == 0:
         print(f"timing: {summary.steps} steps, loop {wall_s - summary.check_s:.6f} s, "
               f"online check {summary.check_s:.6f} s", flush=True)
