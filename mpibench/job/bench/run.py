@@ -56,7 +56,7 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
     log = _open_log(world, out_dir, append)
-    crowding = oversubscription(world)
+    crowding = oversubscription(world, out_dir)
     if crowding:
         _say(world, f"# {crowding}")
     rows = []
@@ -133,17 +133,16 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
     return rows
 
 
-def oversubscription(world: MPI.Comm) -> str:
-    """A note when this host runs more ranks than it has cores (figures then time-share)."""
-    from mpibench.job.timing import cores_available
-    from mpibench.base.runinfo import this_host
+def oversubscription(world: MPI.Comm, out_dir: str | None = None) -> str:
+    """A note when a host runs more ranks than its ranks' affinity masks together hold
+    CPUs (figures then time-share); judged from every rank, whatever the binding, which
+    run.json records (``host_cpus``) when there is an ``out_dir``."""
+    from mpibench.job.hostload import host_cores, oversubscription_note, record_host_cpus
 
-    hosts = world.allgather(this_host())
-    on_host, cores = hosts.count(this_host()), cores_available()
-    busiest = world.allreduce(on_host - cores, op=MPI.MAX)
-    if busiest <= 0:
-        return ""
-    return f"oversubscribed: up to {busiest} more ranks than cores on a host; not a result"
+    hosts = host_cores(world)
+    if out_dir is not None and world.Get_rank() == 0:
+        record_host_cpus(out_dir, hosts)
+    return oversubscription_note(hosts)
 
 
 def _model(world: MPI.Comm, cal, plan: BenchPlan, measured: list[dict], log, out_dir) -> list[dict]:
