@@ -113,9 +113,12 @@ def replacement():
               help="parameter-server shards (0: one per rank)")
 @click.option("--device", type=click.Choice(DEVICES), default="cpu",
               show_default=True, help="where the buffers live and are reduced (emulated: see run --help)")
+@click.option("--anchor", default=None, metavar="PATH",
+              help="an IMB-MPI1 or osu_allreduce binary you built against the same MPI: launched as its "
+                   "own job in every round and shown as the row 'anchor' (see README, Benchmarks)")
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
-          bucket_bytes, ps_shards, device, c_baseline, model, calibration, **kw):
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
     Every size times, in interleaved rounds, the blocking MPI_Allreduce from
@@ -137,7 +140,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     plan = BenchPlan(strategies=names, sizes_bytes=tuple(sizes_bytes), dtype=dtype, in_place=in_place,
                      warmup=warmup, iterations=iterations, rounds=rounds, seed=seed,
                      c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
-                     calibration=calibration,
+                     calibration=calibration, anchor=anchor,
                      options=strategy_options(parse_size(bucket_bytes), ps_shards))
     validate(plan)
     if seed < 0 or ps_shards < 0 or parse_size(bucket_bytes) < 4:

@@ -29,6 +29,7 @@ class BenchPlan:
     model: bool = True
     calibration: str | None = None
     options: dict = field(default_factory=dict)
+    anchor: str | None = None  # an IMB-MPI1 or osu_allreduce binary, run as its own job (anchor.py)
 
     @property
     def itemsize(self) -> int:
@@ -91,6 +92,14 @@ def validate(plan: BenchPlan) -> None:
                          f"(got {plan.iterations}, {plan.rounds}, {plan.warmup})")
     if plan.c_floor not in ("auto", "on", "off"):
         raise UsageError(f"--c-baseline must be auto, on or off (got {plan.c_floor})")
+    if plan.anchor is not None:
+        import os
+
+        if not (os.path.isfile(plan.anchor) and os.access(plan.anchor, os.X_OK)):
+            raise UsageError(f"--anchor {plan.anchor}: not an executable file (an IMB-MPI1 or "
+                             f"osu_allreduce binary built against this MPI)")
+        if plan.dtype != "float32":
+            raise UsageError("--anchor times float32 sums (IMB-MPI1 and osu_allreduce do): drop --dtype float64")
 
 
 __all__ = ["BenchPlan", "BLOCKING", "C_FLOOR", "DEFAULT_SIZES", "registered", "split_names",
