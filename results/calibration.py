@@ -32,6 +32,8 @@ class Calibration:
     how: dict = field(default_factory=dict)
     ping_pong: list = field(default_factory=list)  # (bytes, half round trip s)
     ping_pong_step: list = field(default_factory=list)  # the same after a local step's compute
+    agree_s: float = 0.0  # the commit agreement over all ``ranks`` (job.calibrate_agree)
+    agree_self_s: float = 0.0  # the same on one rank
 
     def in_step(self) -> "Calibration":
         """These figures with the after-compute alpha and beta (for modelling training steps)."""

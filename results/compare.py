@@ -25,7 +25,7 @@ HOST_BUSY_CORES = 0.5  # cores other processes kept busy during a measurement
 
 COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "other_load_cores",
                       "measured_s", "modelled_s", "ratio", "error", "tolerance", "within", "flag",
-                      "cause_codes", "cause", "assumptions"]
+                      "cause_codes", "cause", "assumptions", "parts"]
 
 
 def cores_for(cal: Calibration, ranks: int) -> tuple[int, int]:
@@ -129,8 +129,22 @@ def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> lis
         rows.append({"kind": "step", "strategy": m.strategy, "mode": m.mode, "ranks": m.ranks,
                      "bytes": m.bytes, "local_batch": m.local_batch, "other_load_cores": other,
                      **judge(cal.in_step(), m.strategy, m.ranks, m.bytes, float(m.step_time_s),
-                             float(modelled.step_time_s), spread, options, other, parts, tolerance)})
+                             float(modelled.step_time_s), spread, options, other, parts, tolerance),
+                     "parts": parts_text(m._asdict(), modelled.to_dict())})
     return rows
+
+
+def parts_text(measured: dict, modelled: dict) -> str:
+    """Each part of the step measured / modelled in ms with the model's error
+    (``costmodel.STEP_PARTS``); a part either side lacks is left out."""
+    shown = []
+    for part in costmodel.STEP_PARTS:
+        got, want = _number(measured.get(part)), _number(modelled.get(part))
+        if part not in measured or part not in modelled or (got == 0 and want == 0):
+            continue
+        error = f"{(want - got) / got:+.0%}" if got > 0 else "n/a"
+        shown.append(f"{part[:-2]} {got * 1e3:.3g}/{want * 1e3:.3g} ms ({error})")
+    return "; ".join(shown)
 
 
 def _number(value) -> float:

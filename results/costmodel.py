@@ -138,6 +138,37 @@ def step_s(cal: Calibration, strategy: str, p: int, local_batch: float, nbytes: 
             + loss_stats + evidence)
 
 
+def agreement_s(cal: Calibration, p: int) -> float:
+    """The commit agreement on ``p`` ranks, a collective of its own: the calibrated one-rank
+    figure at p = 1, else the figure calibrated on ``cal.ranks`` ranks scaled by the depth of a
+    binary tree, ceil(log2 p) / ceil(log2 ranks)."""
+    if p <= 1:
+        return cal.agree_self_s
+    if cal.ranks <= 1:
+        return cal.agree_s
+    return cal.agree_s * math.ceil(math.log2(p)) / math.ceil(math.log2(cal.ranks))
+
+
+STEP_PARTS = ("compute_s", "reduction_s", "commit_s", "evidence_s", "check_s", "wait_s")
+
+
+def step_parts(cal: Calibration, strategy: str, p: int, nbytes: float, beside: dict, skew_s: float | None,
+               options: dict | None = None, agrees: bool = True) -> dict:
+    """The modelled step, part by part (seconds; ``STEP_PARTS``).
+
+    compute, evidence and check: the one-rank loop's own parts measured beside the
+    point (``beside``; none without it); reduction: the strategy's modelled sync with
+    the after-compute alpha and beta; commit: :func:`agreement_s` when the run ``agrees``
+    on every commit (a fault schedule's recovery does; a fault-free run commits without a
+    protocol, so zero); wait for the last rank: the arrival skew the measured parts
+    predict (``skew_s``), zero at p = 1."""
+    parts = {k: beside.get(k) for k in ("compute_s", "evidence_s", "check_s")}
+    parts["reduction_s"] = sync_s(cal.in_step(), strategy, p, nbytes, options)
+    parts["commit_s"] = agreement_s(cal, p) if agrees else 0.0
+    parts["wait_s"] = (skew_s or 0.0) if p > 1 else 0.0
+    return {k: parts[k] for k in STEP_PARTS}
+
+
 def speedup(cal: Calibration, strategy: str, p: int, nbytes: float, mode: str,
             batch: int, options: dict | None = None) -> float:
     """Predicted speedup over one rank.
