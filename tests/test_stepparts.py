@@ -85,3 +85,17 @@ def test_steps_csv_carries_every_part(tmp_path, scenario, agrees):
     assert (parts <= steps.step_time_s.astype(float) + 1e-9).all()  # both inside the step timer
     # an agreement over two processes takes microseconds at least; none is a function call
     assert (steps.commit_s.astype(float) > 2e-6).all() == agrees
+
+
+def test_the_page_shows_each_points_stack_measured_beside_modelled():
+    import pandas as pd
+
+    from mpibench.results.page.stepstack import stack_section
+
+    base = {"strategy": "ring", "mode": "strong", "ranks": 2}
+    parts = dict(compute_s=1e-3, reduction_s=2e-4, commit_s=0.0, evidence_s=3e-4, check_s=2e-5, wait_s=4e-4)
+    model = {**parts, "reduction_s": 1e-4, "wait_s": 2e-4}
+    html = stack_section(pd.DataFrame([{**base, **parts, "tag": "measured"}, {**base, **model, "tag": "modelled"}]))
+    assert html.count("<tr>") == 2 and "0.2 / 0.1 (-50%)" in html and "0.4 / 0.2 (-50%)" in html
+    assert "background:#4e79a7" in html  # compute drawn in both bars
+    assert "No step parts" in stack_section(pd.DataFrame([{**base, "tag": "measured", "step_time_s": 1.0}]))

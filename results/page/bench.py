@@ -13,6 +13,7 @@ from .. import charts, costmodel
 from ..calibration import Calibration
 from ..htmlparts import Markup, esc, human_bytes, missing, num, table
 from ..inputs import RunFiles
+from .stepstack import stack_section
 
 CODE_TEXT = {
     "oversubscribed": "more ranks than cores: ranks time-share cores, the model assumes one core per rank",
@@ -47,6 +48,7 @@ def section(files: RunFiles, cal: Calibration | None, comparison: pd.DataFrame |
     else:
         parts.append(f'<img alt="scaling: step time and speedup" '
                      f'src="{charts.scaling_chart(scaling, cal.cores if cal else None)}">')
+        parts.append(stack_section(scaling))
     parts.append("<h3>Collectives (bench.csv)</h3>")
     if bench is None or bench.empty:
         parts.append(missing("bench.csv"))
