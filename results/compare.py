@@ -183,7 +183,8 @@ def compare_collectives(cal: Calibration, bench: pd.DataFrame, options: dict,
         rows.append({"kind": "collective", "strategy": m.strategy, "mode": "", "ranks": m.ranks,
                      "bytes": m.bytes, "local_batch": "", "other_load_cores": other_cores,
                      **judge(cal, m.strategy, int(m.ranks), float(m.bytes), float(m.time_max_s),
-                             float(model.loc[key, "time_max_s"]), spread, options, other_cores)})
+                             float(model.loc[key, "time_max_s"]), spread, options, other_cores),
+                     "parts": "band " + costmodel.band_of(cal, m.strategy, int(m.ranks), float(m.bytes), options)})
     return rows
 
 
@@ -206,7 +207,8 @@ def modelled_bench_rows(cal: Calibration, bench: pd.DataFrame, options: dict) ->
         rows.append({"strategy": strategy, "ranks": int(ranks), "bytes": int(nbytes), "iterations": "",
                      "time_min_s": t, "time_avg_s": t, "time_max_s": t, "algbw_gbps": algbw,
                      "busbw_gbps": busbw, "errors": "", "tag": "modelled",
-                     "model_ratio": float(measured_s) / t if t > 0 and measured_s else None})
+                     "model_ratio": float(measured_s) / t if t > 0 and measured_s else None,
+                     "note": "model band " + costmodel.band_of(cal, strategy, int(ranks), float(nbytes), options)})
     return rows
 
 

@@ -84,16 +84,42 @@ def native_s(cal: Calibration, p: int, nbytes: float) -> float:
             + share * nbytes * cal.gamma_s_per_byte(nbytes))
 
 
-def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
-    """Predicted time of one synchronisation of ``nbytes`` over ``p`` ranks."""
+def message_bytes(strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
+    """The size of the messages a strategy sends for ``nbytes`` on ``p`` ranks, which picks the
+    alpha-beta band: a ring's segment of a bucket, a PS piece, Open MPI's whole buffer below
+    its switch and a 1/p share above, rd's whole buffer, rabenseifner's largest half."""
     options = options or {}
+    if p <= 1:
+        return nbytes
+    if strategy == "ring":
+        return min(nbytes, options.get("bucket_bytes") or nbytes) / p
+    if strategy == "ps":
+        return nbytes / max(1, min(options.get("ps_shards") or p, p))
+    if strategy in ("native", "blocking", "c_floor", "anchor"):
+        return nbytes if nbytes <= NATIVE_SMALL_BYTES else nbytes / p
+    if strategy in ("rd", "hier"):
+        return nbytes
+    return nbytes / 2 if strategy == "rabenseifner" else nbytes / p
+
+
+def band_of(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> str:
+    """Which alpha-beta band the model used for this collective (see :func:`message_bytes`)."""
+    name, alpha, beta = cal.band(message_bytes(strategy, p, nbytes, options))
+    return f"{name} (alpha {alpha * 1e6:.3g} us, beta {beta * 1e9:.3g} ns/B)"
+
+
+def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
+    """Predicted time of one synchronisation of ``nbytes`` over ``p`` ranks (alpha and beta
+    from the band of the strategy's message size, when calibrated by band)."""
+    options = options or {}
+    cal = cal.in_band(message_bytes(strategy, p, nbytes, options))
     if strategy == "ring":
         bucket = options.get("bucket_bytes") or nbytes
         return ring_s(cal, p, nbytes, max(1, math.ceil(nbytes / max(bucket, 1))))
     if strategy == "ps":
         shards = options.get("ps_shards") or p  # 0: one shard per member
         return ps_s(cal, p, nbytes, shards)
-    if strategy in ("native", "blocking", "c_floor"):  # MPI's own allreduce, however it is called
+    if strategy in ("native", "blocking", "c_floor", "anchor"):  # MPI's own allreduce, however it is called
         return native_s(cal, p, nbytes)
     # Every other strategy (rd, rabenseifner, hier, auto, plugins) keeps its cost beside its code.
     from mpibench.sync.registry import cost_function

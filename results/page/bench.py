@@ -92,9 +92,16 @@ def bench_side_by_side(bench: pd.DataFrame) -> str:
         rows.append([key[0], key[1], human_bytes(key[2]),
                      m.time_max_s * 1e6 if m is not None else "", d.time_max_s * 1e6 if d is not None else "",
                      m.busbw_gbps if m is not None and "busbw_gbps" in m else "",
-                     m.errors if m is not None and "errors" in m else ""])
+                     m.errors if m is not None and "errors" in m else "", _band(d)])
     return table(["strategy", "ranks", "size", "measured µs (slowest rank)", "modelled µs",
-                  "measured busbw GB/s", "wrong elements"], rows)
+                  "measured busbw GB/s", "wrong elements", "model's alpha-beta band"], rows)
+
+
+def _band(modelled) -> str:
+    """The band a modelled row's note names (job/bench/model.py), else nothing."""
+    note = str(modelled.get("note", "")) if modelled is not None else ""
+    found = [part.strip()[len("model band "):] for part in note.split(";") if part.strip().startswith("model band ")]
+    return found[0] if found else ""
 
 
 def comparison_table(comparison: pd.DataFrame) -> str:

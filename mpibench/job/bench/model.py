@@ -50,7 +50,10 @@ def modelled_rows(cal, measured: list[dict], options: dict) -> tuple[list[dict],
         except ValueError:
             unknown.append(m["strategy"])
             continue
-        rows.append(modelled_row(m, t))
+        row = modelled_row(m, t)
+        band = "model band " + costmodel.band_of(cal, m["strategy"], int(m["ranks"]), float(m["bytes"]), options)
+        row["note"] = "; ".join(n for n in (row.get("note"), band) if n)
+        rows.append(row)
     return rows, sorted(set(unknown))
 
 
