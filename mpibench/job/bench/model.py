@@ -45,6 +45,8 @@ def modelled_rows(cal, measured: list[dict], options: dict) -> tuple[list[dict],
 
     rows, unknown = [], []
     for m in measured:
+        if m["strategy"] == "floor":  # copies and adds without MPI: not a collective the model prices
+            continue
         try:
             t = costmodel.sync_s(cal, m["strategy"], int(m["ranks"]), float(m["bytes"]), options)
         except ValueError:

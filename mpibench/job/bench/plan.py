@@ -30,6 +30,7 @@ class BenchPlan:
     calibration: str | None = None
     options: dict = field(default_factory=dict)
     anchor: str | None = None  # an IMB-MPI1 or osu_allreduce binary, run as its own job (anchor.py)
+    floor: bool = False  # the data-movement floor row (floor.py)
 
     @property
     def itemsize(self) -> int:
@@ -51,6 +52,7 @@ def split_names(text: str) -> tuple[tuple, bool]:
     known = registered()
     if "all" in names:
         names = [n for n in names if n != "all"] + known
+    names = [n for n in names if n != "floor"]  # a row of its own (wants_floor)
     unknown = [n for n in names if n not in known and n not in BASELINES and ":" not in n]
     if unknown:
         raise UsageError(f"unknown strategy {', '.join(unknown)} "
@@ -62,6 +64,12 @@ def split_names(text: str) -> tuple[tuple, bool]:
         validate(modules)
     strategies = tuple(dict.fromkeys(n for n in names if n not in BASELINES))
     return strategies, C_FLOOR in names
+
+
+def wants_floor(text: str) -> bool:
+    """Whether ``--strategies`` names the data-movement floor (``floor``; ``all`` includes it)."""
+    names = parse_list(text, "--strategies")
+    return "floor" in names or "all" in names
 
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: float) -> list[int]:

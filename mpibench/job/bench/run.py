@@ -19,6 +19,7 @@ from mpibench.base.records import BENCH_COLUMNS, CsvLog
 
 from . import cfloor
 from .anchor import ANCHOR, NOT_CHECKED, AnchorFailed, AnchorRun, label as anchor_label
+from .floor import FLOOR, LABEL as FLOOR_LABEL, MovementFloor
 from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyReduce
 from .inputs import DTYPES, Expected
 from .model import disagreements, flag_lines, load_calibration, modelled_rows
@@ -109,6 +110,8 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
         candidates.append(CFloorAllreduce(floor, comm.mpi, expected, plan.in_place))
     if plan.anchor is not None:
         candidates.append(AnchorRun(plan.anchor, n_bytes, plan.warmup))
+    if plan.floor:
+        candidates.append(MovementFloor(comm.mpi, count, DTYPES[plan.dtype]))
     if plan.dtype == "float32":
         from mpibench.sync import make_strategy
 
@@ -138,6 +141,8 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
     for row in rows:
         if row["strategy"] == ANCHOR:
             row.update(label=anchor_label(plan.anchor), note="; ".join(n for n in (row["note"], NOT_CHECKED) if n))
+        if row["strategy"] == FLOOR:
+            row.update(label=FLOOR_LABEL, errors=None, note="; ".join(n for n in (row["note"], "no MPI") if n))
         row["note"] = "; ".join(n for n in (row["note"], crowding) if n)
     return rows
 
