@@ -126,12 +126,28 @@ def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> lis
         tolerance = ONE_RANK_TOLERANCE if m.ranks == 1 else TOLERANCE
         parts = step_parts(float(m.step_time_s), _number(m.sync_time_s), float(modelled.step_time_s),
                            _number(modelled.sync_time_s), _number(getattr(m, "sync_wait_s", None)), tolerance)
+        parts += part_misses(m._asdict(), modelled.to_dict(), float(m.step_time_s), tolerance)
         rows.append({"kind": "step", "strategy": m.strategy, "mode": m.mode, "ranks": m.ranks,
                      "bytes": m.bytes, "local_batch": m.local_batch, "other_load_cores": other,
                      **judge(cal.in_step(), m.strategy, m.ranks, m.bytes, float(m.step_time_s),
                              float(modelled.step_time_s), spread, options, other, parts, tolerance),
                      "parts": parts_text(m._asdict(), modelled.to_dict())})
     return rows
+
+
+def part_misses(measured: dict, modelled: dict, step_s: float, tolerance: float) -> list[tuple[str, str]]:
+    """Each part of the step (``costmodel.STEP_PARTS``) whose model misses it by more than
+    ``tolerance`` of the part and by more than half the tolerance of the whole step: the
+    parts that can explain a step's miss, named ``part_<name>``."""
+    found = []
+    for part in costmodel.STEP_PARTS:
+        if part not in measured or part not in modelled:
+            continue
+        got, want = _number(measured.get(part)), _number(modelled.get(part))
+        if step_s > 0 and abs(want - got) > tolerance * max(got, 1e-12) and abs(want - got) / step_s > tolerance / 2:
+            found.append((f"part_{part[:-2]}", f"{part[:-2]} {got * 1e3:.3g} ms measured against {want * 1e3:.3g} ms "
+                                               f"modelled ({abs(want - got) / step_s:.0%} of the step)"))
+    return found
 
 
 def parts_text(measured: dict, modelled: dict) -> str:

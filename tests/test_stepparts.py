@@ -99,3 +99,13 @@ def test_the_page_shows_each_points_stack_measured_beside_modelled():
     assert html.count("<tr>") == 2 and "0.2 / 0.1 (-50%)" in html and "0.4 / 0.2 (-50%)" in html
     assert "background:#4e79a7" in html  # compute drawn in both bars
     assert "No step parts" in stack_section(pd.DataFrame([{**base, "tag": "measured", "step_time_s": 1.0}]))
+
+
+def test_a_part_that_misses_by_much_of_the_step_is_named():
+    from mpibench.results.compare import part_misses
+
+    measured = {"compute_s": 1e-3, "reduction_s": 1e-4, "wait_s": 5e-4}
+    modelled = {"compute_s": 1.02e-3, "reduction_s": 0.5e-4, "wait_s": 1e-4}
+    found = part_misses(measured, modelled, step_s=2e-3, tolerance=0.25)
+    assert [code for code, _ in found] == ["part_wait"]  # reduction is off by half, but 2.5% of the step
+    assert "0.5 ms measured against 0.1 ms modelled (20% of the step)" in found[0][1]

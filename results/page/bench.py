@@ -25,6 +25,9 @@ CODE_TEXT = {
     "faster": "faster than modelled: the implementation beats the modelled algorithm, or the ping-pong "
               "overestimates alpha/beta",
     "unexplained": "slower than modelled and none of the known causes shows in the data",
+    **{f"part_{name}": f"the step's {what} part is off its model by much of the step (see the stack above)"
+       for name, what in (("compute", "compute"), ("reduction", "reduction"), ("commit", "commit agreement"),
+                          ("evidence", "evidence-writing"), ("check", "check"), ("wait", "wait-for-the-last-rank"))},
 }
 UNITS = {"alpha_s": "s", "beta_s_per_byte": "s/byte", "alpha_step_s": "s", "beta_step_s_per_byte": "s/byte",
          "gamma_cache_s_per_byte": "s/byte", "gamma_memory_s_per_byte": "s/byte", "compute_fixed_s": "s",
