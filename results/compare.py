@@ -150,13 +150,16 @@ def part_misses(measured: dict, modelled: dict, step_s: float, tolerance: float)
     return found
 
 
+NEGLIGIBLE_PART_S = 1e-6  # a part under a microsecond either side (a commit without agreement) is not shown
+
+
 def parts_text(measured: dict, modelled: dict) -> str:
     """Each part of the step measured / modelled in ms with the model's error
     (``costmodel.STEP_PARTS``); a part either side lacks is left out."""
     shown = []
     for part in costmodel.STEP_PARTS:
         got, want = _number(measured.get(part)), _number(modelled.get(part))
-        if part not in measured or part not in modelled or (got == 0 and want == 0):
+        if part not in measured or part not in modelled or max(got, want) < NEGLIGIBLE_PART_S:
             continue
         error = f"{(want - got) / got:+.0%}" if got > 0 else "n/a"
         shown.append(f"{part[:-2]} {got * 1e3:.3g}/{want * 1e3:.3g} ms ({error})")

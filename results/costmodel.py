@@ -184,12 +184,15 @@ def step_parts(cal: Calibration, strategy: str, p: int, nbytes: float, beside: d
 
     compute, evidence and check: the one-rank loop's own parts measured beside the
     point (``beside``; none without it); reduction: the strategy's modelled sync with
-    the after-compute alpha and beta; commit: :func:`agreement_s` when the run ``agrees``
+    the after-compute alpha and beta, plus the sync's local work (pack, apply) from the
+    one-rank loop's sync less its one-rank collective (``beside["reduction_s"]``); commit: :func:`agreement_s` when the run ``agrees``
     on every commit (a fault schedule's recovery does; a fault-free run commits without a
     protocol, so zero); wait for the last rank: the arrival skew the measured parts
     predict (``skew_s``), zero at p = 1."""
     parts = {k: beside.get(k) for k in ("compute_s", "evidence_s", "check_s")}
-    parts["reduction_s"] = sync_s(cal.in_step(), strategy, p, nbytes, options)
+    local = beside.get("reduction_s")
+    local = max(float(local) - cal.call_overhead_s, 0.0) if local is not None and local == local else 0.0
+    parts["reduction_s"] = local + sync_s(cal.in_step(), strategy, p, nbytes, options)
     parts["commit_s"] = agreement_s(cal, p) if agrees else 0.0
     parts["wait_s"] = (skew_s or 0.0) if p > 1 else 0.0
     return {k: parts[k] for k in STEP_PARTS}

@@ -66,6 +66,7 @@ def test_scaling_carries_the_step_part_by_part_measured_and_modelled(run):
     assert (modelled.commit_s == 0).all()  # the fault-free scenario commits without an agreement
     assert (measured.reduction_s <= measured.sync_time_s * 1.5 + 1e-9).all()  # a median of per-step minima
     assert (modelled[modelled.ranks == 1].wait_s == 0).all() and (measured.one_rank_compute_s > 0).all()
+    assert (measured.one_rank_reduction_s > 0).all() and (modelled.reduction_s > 0).all()
     cal = json.loads((run / "run.json").read_text())["calibration"]
     assert cal["agree_s"] > 0 and cal["agree_self_s"] > 0 and cal["how"]["agree_s"]
     comparison = pd.read_csv(run / "comparison.csv", keep_default_na=False)

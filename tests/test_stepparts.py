@@ -62,6 +62,12 @@ def test_modelled_parts_take_the_beside_figures_and_the_measured_skew():
     assert parts["reduction_s"] == pytest.approx(costmodel.sync_s(_cal(), "ring", 2, 4096))
     assert costmodel.step_parts(_cal(), "ring", 1, 4096, beside, 3e-4)["wait_s"] == 0
     assert costmodel.step_parts(_cal(), "ring", 2, 4096, beside, 3e-4, agrees=False)["commit_s"] == 0
+    # the sync's local work (pack, apply) comes from the one-rank loop's sync less its collective
+    cal = _cal(call_overhead_s=2e-6)
+    local = costmodel.step_parts(cal, "ring", 2, 4096, {**beside, "reduction_s": 12e-6}, 0.0)
+    assert local["reduction_s"] == pytest.approx(10e-6 + costmodel.sync_s(cal, "ring", 2, 4096))
+    assert costmodel.step_parts(cal, "ring", 1, 4096, {**beside, "reduction_s": 12e-6}, 0.0)["reduction_s"] == \
+        pytest.approx(12e-6)  # p = 1: the one-rank loop's own sync
 
 
 def test_each_parts_error_is_shown():

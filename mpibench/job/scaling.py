@@ -22,9 +22,9 @@ from .calibrate import one_rank_step_s
 from .timing import blas_one_thread, idle_until_released
 from .hostload import HostLoad
 from .memrecords import MemoryRecords
-from .stepparts import PART_COLUMNS, one_rank_parts, split as split_parts
+from .stepparts import BESIDE, PART_COLUMNS, one_rank_parts, split as split_parts
 
-BESIDE_PARTS = ("one_rank_compute_s", "one_rank_evidence_s", "one_rank_check_s")
+BESIDE_PARTS = tuple(f"one_rank_{k}" for k in BESIDE)
 
 SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
                    "step_time_s", "step_time_p90_s", "sync_time_s", "sync_wait_s", "one_rank_step_s", "speedup",
@@ -111,8 +111,7 @@ def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int) -
     medians = {key: _median([r.get(key) for r in rows])
                for key in ("step_time_s", "step_time_p90_s", "sync_time_s", "sync_wait_s", "other_load_cores",
                            *PART_COLUMNS)}
-    beside = {f"one_rank_{k}": _median([parts.get(k) for _, _, parts in pairs])
-              for k in ("compute_s", "evidence_s", "check_s")}
+    beside = {f"one_rank_{k}": _median([parts.get(k) for _, _, parts in pairs]) for k in BESIDE}
     return {**medians, **beside, "steps": sum(r["steps"] for r in rows),
             "violations": sum(r["violations"] for r in rows),
             "one_rank_step_s": _median([alone for alone, _, _ in pairs])}
@@ -206,7 +205,7 @@ def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
         point = cal.with_one_rank_step(m["strategy"], m["local_batch"], m.get("one_rank_step_s"))
         predicted = costmodel.step_s(point, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options)
         sync = costmodel.sync_s(point.in_step(), m["strategy"], m["ranks"], m["bytes"], options)
-        beside = {k: m.get(f"one_rank_{k}") for k in ("compute_s", "evidence_s", "check_s")}
+        beside = {k: m.get(f"one_rank_{k}") for k in BESIDE}
         # A point trains the fault-free scenario: its steps commit without an agreement.
         parts = costmodel.step_parts(point, m["strategy"], m["ranks"], m["bytes"], beside, m.get("skew_s"),
                                      options, agrees=False)

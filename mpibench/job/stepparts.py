@@ -51,10 +51,14 @@ def split(tables: list, warmup: int) -> dict:
             "skew_s": _median(busy.max(axis=0) - busy.min(axis=0))}
 
 
+BESIDE = ("compute_s", "reduction_s", "evidence_s", "check_s")
+
+
 def one_rank_parts(rows: list, warmup: int) -> dict:
-    """The one-rank loop's own parts (compute, evidence, check), medians after the warm-up."""
+    """The one-rank loop's own parts, medians after the warm-up: compute, evidence, check,
+    and its sync (pack, a one-rank collective, apply: the reduction's local work)."""
     parts = split([rows], warmup)
-    return {k: parts[k] for k in ("compute_s", "evidence_s", "check_s")} if parts else {}
+    return {k: parts[k] for k in BESIDE} if parts else {}
 
 
 def _median(values) -> float:
