@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpibench.base.aggregate import moments_from_totals
 from mpibench.base.config import RunConfig
-from mpibench.base.records import RunRecords, ranks_text
+from mpibench.base.records import RunRecords
 from mpibench.kernels.counts import transfer_counts
 from mpibench.sync import SyncStrategy, make_strategy
 from mpibench.sync.comm import Comm, CommError
@@ -28,6 +27,7 @@ from .data import Cursor, Dataset, ShardWalker, next_cursor
 from .history import AttemptRecord, NoHistory, count_value, params_b64, params_digest
 from .model import MLP, Shapes, init_params
 from .recovery_hooks import Recovery
+from .steprecord import StepTimes, moments as _moments, record_step
 from .summary import Summary
 from .watchdog import StepWatchdog, budget_for
 
@@ -163,10 +163,15 @@ class Trainer:
                     result = self._step(step, cursor)
                 except CommError as exc:
                     error = exc
+            t0 = time.perf_counter()
             self._write_attempt(step, attempt, error)
+            t1 = time.perf_counter()
             decision = self.recovery.commit(self, step, error)
+            t2 = time.perf_counter()
             self.history.decision(step, attempt, decision)
             if decision == "commit":
+                if result is not None:
+                    result[1].commit_s, result[1].evidence_s = t2 - t1, t1 - t0 + time.perf_counter() - t2
                 return result
             self.rollback(cursor)
             if decision == "skip":
@@ -207,15 +212,17 @@ class Trainer:
         else:
             (indices, after), consumed = self.next_batch(cursor), True
         pending.batch, pending.consumed = indices, consumed
-        reduction, loss_rows, effective_batch, sync_s = None, None, 0, 0.0
+        reduction, loss_rows, effective_batch, times = None, None, 0, StepTimes()
         transfers_before = transfer_counts(self.backend)
         if role == "contribute":
+            compute_start = time.perf_counter()
             grad_sum, count, losses = self._gradient(indices)
             pending.losses = losses
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
             reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
-            sync_s = time.perf_counter() - sync_start
+            times.sync_s = time.perf_counter() - sync_start
+            times.compute_s = sync_start - compute_start
             self.comm.mark(step, "after_apply")
             local_row = np.array([count, losses.sum(dtype=np.float64),
                                   np.square(losses, dtype=np.float64).sum()], dtype=np.float64)
@@ -227,7 +234,8 @@ class Trainer:
         pending.reduction, pending.loss_rows, pending.effective_batch = reduction, loss_rows, effective_batch
         if transfers_before is not None:
             pending.transfers = transfer_counts(self.backend) - transfers_before
-        return pending, (time.perf_counter() - start, sync_s)
+        times.step_s = time.perf_counter() - start
+        return pending, times
 
     # ------------------------------------------------------------------ history and records
     def _write_attempt(self, step: int, attempt: int, error) -> None:
@@ -270,41 +278,5 @@ class Trainer:
             self.known_cursors[w] = after
         return ends, min(epochs, default=None)
 
-    def _record(self, outcome: StepOutcome, times) -> None:
-        step_s, sync_s = times
-        reduction = outcome.reduction
-        record_start = time.perf_counter()
-        epoch_ends, epoch = self._advance_known_cursors(outcome)
-        loss_mean, loss_var = _moments(outcome.loss_rows)
-        self.summary.steps += 1
-        self.summary.note_batch(outcome.effective_batch)
-        own_sync = getattr(self.records, "own_sync_s", None)  # in-memory records (scaling points) keep it
-        if own_sync is not None:
-            own_sync.append(sync_s)
-        if self.comm.rank != 0:
-            return
-        c = self.config
-        self.records.steps.write({
-            "scenario": c.scenario, "strategy": c.strategy, "recovery": c.recovery,
-            "step": outcome.step, "epoch": epoch,
-            "members": ranks_text(self.comm.worker_ids),
-            "contributing": ranks_text(reduction.contributing),
-            "excluded": " ".join(f"{w}:{why}" for w, why in sorted(outcome.excluded.items())),
-            "effective_batch": outcome.effective_batch,
-            "epoch_ends": ranks_text(epoch_ends),
-            "loss_mean": loss_mean, "loss_var": loss_var,
-            "step_time_s": step_s, "sync_time_s": sync_s,
-            "check_time_s": time.perf_counter() - record_start,
-            "algorithm": getattr(reduction, "algorithm", "")})
-        transfers_log = getattr(self.records, "transfers", None)
-        if outcome.transfers is not None and transfers_log is not None:
-            transfers_log.write({"scenario": c.scenario, "strategy": c.strategy, "step": outcome.step,
-                                 "worker": self.comm.worker_id, "policy": self.backend.transfer.device_path,
-                                 **outcome.transfers.as_row()})
-
-
-def _moments(rows) -> tuple[float | None, float | None]:
-    if rows is None or not len(rows):
-        return None, None
-    moments = moments_from_totals(*rows.sum(axis=0))
-    return (None, None) if moments is None else (float(moments[0]), float(moments[1]))
+    def _record(self, outcome: StepOutcome, times: StepTimes) -> None:
+        record_step(self, outcome, times)

@@ -30,6 +30,7 @@ from mpi4py import MPI
 from mpibench.results.calibration import Calibration
 from mpibench.sync.comm import Comm
 
+from .calibrate_bands import MORE_HOW, more_figures
 from .hostload import HostLoad, busiest, host_cores
 from .timing import blas_one_thread, fit_alpha_beta, fit_line, idle_until_released
 
@@ -43,7 +44,7 @@ def _iterations(nbytes: int) -> int:
     return 200 if nbytes <= 16 << 10 else 40
 
 
-def ping_pong(world: MPI.Comm, work=None) -> list[tuple[int, float]]:
+def ping_pong(world: MPI.Comm, work=None, sizes=PING_SIZES_BYTES) -> list[tuple[int, float]]:
     """Median half round-trip time per size, between ranks 0 and 1; [] on one rank.
 
     With ``work``, both ranks call it before every round trip (untimed), so the
@@ -58,7 +59,7 @@ def ping_pong(world: MPI.Comm, work=None) -> list[tuple[int, float]]:
         pair = world.Split(0, rank)
         comm = Comm(pair, deadline_s=30.0)
         peer = 1 - rank
-        for nbytes in PING_SIZES_BYTES:
+        for nbytes in sizes:
             buf = np.zeros(max(nbytes // 4, 1), dtype=np.float32)
             times = np.empty(_iterations(nbytes) if work is None else 30)
             for i in range(-5, len(times)):  # five warm-up rounds
@@ -155,7 +156,8 @@ LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 12, 2  # the scaling plan's steps and w
 LOOP_REPEATS = 3
 
 
-def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS) -> float:
+def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS,
+                    parts: list | None = None) -> float:
     """Step time of the real worker loop (``run``, the runner's ``run_scenario``) on
     MPI.COMM_SELF at local batch ``batch``.
 
@@ -178,6 +180,8 @@ def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeat
         records = MemoryRecords()
         run(loop, MPI.COMM_SELF, records, NumpyBackend())
         medians.append(float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]])))
+        if parts is not None:  # each step's parts after the warm-up (engine.steprecord.PART_NAMES)
+            parts.extend(records.own_parts[LOOP_WARMUP:])
     return float(np.median(medians))
 
 
@@ -227,7 +231,8 @@ def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibr
     other_cores = load.other_cores()
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
     alpha_step, beta_step = fit_alpha_beta(step_pings) if step_pings else (0.0, 0.0)
-    return Calibration(
+    more = more_figures(world, ping_pong)
+    return Calibration(**more,
         alpha_s=alpha, beta_s_per_byte=beta,
         gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
         compute_fixed_s=fixed, compute_per_sample_s=per_sample, call_overhead_s=overhead,
@@ -254,13 +259,15 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
     gamma_cache, gamma_memory, overhead = world.bcast(local, root=0)
     crowd = busiest(host_cores(world))
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
+    more = more_figures(world, ping_pong)
     how = {k: v for k, v in HOW.items() if k in ("alpha_s", "beta_s_per_byte", "gamma_cache_s_per_byte",
                                                  "gamma_memory_s_per_byte", "cores", "ranks_on_host",
                                                  "other_load_cores")}
+    how.update(MORE_HOW)
     how["call_overhead_s"] = ("median time of one Allreduce of 1024 float32 on a one-rank communicator "
                               "(MPI.COMM_SELF through mpibench.sync.comm.Comm) on rank 0")
     return Calibration(
-        alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
+        **more, alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
         gamma_memory_s_per_byte=gamma_memory, compute_fixed_s=0.0, compute_per_sample_s=0.0,
         call_overhead_s=overhead, cores=crowd.cores, ranks_on_host=crowd.ranks,
         ranks=world.Get_size(), other_load_cores=load.other_cores(), how=how,
@@ -296,4 +303,5 @@ HOW = {
     "ranks_on_host": "ranks of the job on that host",
     "other_load_cores": "cores kept busy by other processes while calibrating: the host's busy CPU "
                         "time (/proc/stat) minus this job's own, over the wall time",
+    **MORE_HOW,
 }

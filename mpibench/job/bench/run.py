@@ -18,6 +18,8 @@ from mpibench.sync.comm import Comm
 from mpibench.base.records import BENCH_COLUMNS, CsvLog
 
 from . import cfloor
+from .anchor import ANCHOR, NOT_CHECKED, AnchorFailed, AnchorRun, label as anchor_label
+from .floor import FLOOR, LABEL as FLOOR_LABEL, MovementFloor
 from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyReduce
 from .inputs import DTYPES, Expected
 from .model import disagreements, flag_lines, load_calibration, modelled_rows
@@ -52,7 +54,9 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
     _say(world, f"# p={world.Get_size()}  dtype {plan.dtype}  op sum  baselines "
                 f"{'in' if plan.in_place else 'out-of'}-place  warm-up {plan.warmup}  "
                 f"{plan.rounds} rounds x {plan.iterations} calls  GB/s = 1e9 B/s"
-                + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}"))
+                + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}")
+                + ("" if plan.anchor is None else f"\n# anchor: {anchor_label(plan.anchor)}, launched by rank 0 "
+                   f"in every round while the benchmark's ranks sleep"))
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
     log = _open_log(world, out_dir, append)
@@ -104,6 +108,10 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
     candidates = [BlockingAllreduce(comm.mpi, expected, plan.in_place)]
     if floor is not None:
         candidates.append(CFloorAllreduce(floor, comm.mpi, expected, plan.in_place))
+    if plan.anchor is not None:
+        candidates.append(AnchorRun(plan.anchor, n_bytes, plan.warmup))
+    if plan.floor:
+        candidates.append(MovementFloor(comm.mpi, count, DTYPES[plan.dtype]))
     if plan.dtype == "float32":
         from mpibench.sync import make_strategy
 
@@ -117,6 +125,8 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
             candidates.append(StrategyReduce(strategy, comm, expected, backend))
     try:
         spreads = run_rounds(comm.mpi, candidates, plan.warmup, plan.iterations, plan.rounds)
+    except AnchorFailed as exc:
+        raise CouldNotRun(f"the anchor did not run: {exc}") from None
     finally:
         for c in candidates:
             c.close()
@@ -129,6 +139,10 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
     rows = [measured_row(name, comm.size, n_bytes, plan.dtype, in_place, plan.warmup, plan.iterations,
                          plan.rounds, spreads[name], ratio_to(base, spreads[name])) for name, in_place in names]
     for row in rows:
+        if row["strategy"] == ANCHOR:
+            row.update(label=anchor_label(plan.anchor), note="; ".join(n for n in (row["note"], NOT_CHECKED) if n))
+        if row["strategy"] == FLOOR:
+            row.update(label=FLOOR_LABEL, errors=None, note="; ".join(n for n in (row["note"], "no MPI") if n))
         row["note"] = "; ".join(n for n in (row["note"], crowding) if n)
     return rows
 
