@@ -1,0 +1,34 @@
+"""What the command line calls for ``--engine sim``: install the simulated process model first,
+then read and check the input exactly as the real command does, then run the job simulated."""
+from __future__ import annotations
+
+from mpibench.base.config import UsageError
+
+from .jobs import SimSettings, simulate_run
+
+
+def settings_for(platform: str | None) -> SimSettings:
+    """The simulated cluster of ``--platform`` (None: this host's default figures)."""
+    if platform is None:
+        return SimSettings()
+    from .platform import load_platform
+
+    return SimSettings(net=load_platform(platform).network())
+
+
+def simulated_run(install_mutant, make_config, make_request, ranks: int, platform: str | None) -> int:
+    """``run --engine sim``: the exit status of the simulated job."""
+    from .process import install
+
+    install()  # before anything imports mpi4py.MPI: the job's modules see the simulated one
+    if ranks < 1:
+        raise UsageError(f"--ranks must be at least 1, got {ranks}")
+    settings = settings_for(platform)
+    install_mutant()
+    config = make_config()
+    from mpibench.job.runner import prepare
+
+    prepare(config, ranks)  # bad input: one line, exit 2, before any folder is made
+    request = make_request(config)
+    status, _ = simulate_run(config, request, ranks, settings)
+    return status
