@@ -76,7 +76,19 @@ class Comm:
                 M._raise(M.ERR_PROC_FAILED)
 
     # -- point to point, buffers
+    def _revoked_send(self):
+        """A send on a revoked communicator under ``revoked_sends="accepted"``: done, never delivered."""
+        if self.state.revoked_s <= _now() and self.state.world.options.revoked_sends == "accepted":
+            M._env.check_alive()
+            req = w.SendReq(self.state, _now())
+            req.done_s = _now()
+            return M.Request(req)
+        return None
+
     def Isend(self, buf, dest: int, tag: int = 0) -> M.Request:
+        accepted = self._revoked_send()
+        if accepted is not None:
+            return accepted
         self._usable((dest,))
         return M.Request(self.state.send(self.rank, dest, tag, np.array(buf, copy=True), _now()))
 
@@ -92,6 +104,9 @@ class Comm:
 
     # -- point to point, objects
     def isend(self, obj, dest: int, tag: int = 0) -> M.Request:
+        accepted = self._revoked_send()
+        if accepted is not None:
+            return accepted
         self._usable((dest,))
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         return M.Request(self.state.send(self.rank, dest, tag, data, _now()))
