@@ -99,11 +99,15 @@ class Req:
 
 
 class SendReq(Req):
-    """A send completes when posted, as an eager send does once its data is copied out; the
-    receiver sees the message ``message_s`` later. A revoke cannot undo a completed send."""
+    """A send completes ``message_s`` after it was posted (the data has left). A revoke
+    before then fails it only under ``revoked_sends="refused"``."""
 
     def ready_at(self, now):
-        return self.done_s
+        if self.done_s < self.comm.revoked_s or self.comm.world.options.revoked_sends == "accepted":
+            return self.done_s
+        self.error = (self.comm.revoked_s, ERR_REVOKED)
+        self.done_s = INF
+        return self.comm.revoked_s
 
 
 class RecvReq(Req):
@@ -212,8 +216,8 @@ class CommState:
         req = SendReq(self, now)
         nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
         src, dst = self.procs[rank], self.procs[dest]
-        req.done_s = now
-        msg = Msg(rank, tag, data, now + self.world.net.message_s(nbytes, src.gid, dst.gid))
+        req.done_s = now + self.world.net.message_s(nbytes, src.gid, dst.gid)
+        msg = Msg(rank, tag, data, req.done_s)
         for recv in self.posted.get(dest, []):
             if _matches(recv, rank, tag):
                 self.posted[dest].remove(recv)
