@@ -20,7 +20,7 @@ import pandas as pd
 from .htmlparts import esc
 from . import inputs
 from .inputs import RunFiles, disagreements, load
-from .page import banner, bench, findings, matrix, scenarios, sweep
+from .page import banner, bench, findings, matrix, scenarios, simulated, sweep
 from .page.verdict import verdict_of
 
 INVARIANTS = ("equivalence", "replicas", "accounting", "membership", "data", "coverage")
@@ -102,7 +102,7 @@ def header(files: RunFiles) -> str:
 
 def nav() -> str:
     links = [("scenarios", "scenarios"), ("sweep", "sweep"), ("findings", "findings"),
-             ("bench", "benchmarks"), ("checked", "what is checked")]
+             ("bench", "benchmarks"), ("simulated", "simulated"), ("checked", "what is checked")]
     return "<nav>" + "".join(f"<a href='#{a}'>{t}</a>" for a, t in links) + "</nav>"
 
 
@@ -156,7 +156,8 @@ def build(out_dir: str, progress=None) -> str:
     body = "\n".join([
         header(files), banner.banner(verdict, disagreements(files)), matrix.matrix(verdict), nav(),
         scenario_html, sweep.section(files), findings.section(files, verdict, comparison),
-        bench.section(files, cal, comparison), section_checked(files["invariants.csv"])])
+        bench.section(files, cal, comparison), simulated.section(out_dir),
+        section_checked(files["invariants.csv"])])
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>mpibench report</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
     path = os.path.join(out_dir, "report.html")

@@ -138,3 +138,16 @@ def selftest(jobs, out, mpiexec, strategy):
     except LaunchError as exc:
         could_not_run(str(exc))
     sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs, strategy=strategy))
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--platform", default=None, type=click.Path(),
+              help="the cluster to predict for (TOML, see mpibench.sim.platform) [default: 100 Gb/s, 8 ranks "
+                   "per node, fat tree]")
+def predict(run_dir, platform):
+    """Simulated figures for a run folder: p = 8 ... 4096 on a platform beside the analytic model, and
+    p = 2 simulated beside the run's measured step times (simulated.csv, tagged; then 'report')."""
+    from mpibench.sim.cli_entry import predict_command
+
+    sys.exit(predict_command(run_dir, platform))

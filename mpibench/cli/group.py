@@ -63,7 +63,7 @@ def main(ctx, **kw):
 
 
 for _command in (job_commands.run, job_commands.bench, job_commands.batch, job_commands.replacement,
-                 driver_commands.sweep, driver_commands.selftest,
+                 driver_commands.sweep, driver_commands.selftest, driver_commands.predict,
                  offline_commands.check, offline_commands.report, offline_commands.compare,
                  offline_commands.strategies, offline_commands.scenarios):
     main.add_command(_command)

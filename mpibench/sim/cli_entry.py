@@ -32,3 +32,29 @@ def simulated_run(install_mutant, make_config, make_request, ranks: int, platfor
     request = make_request(config)
     status, _ = simulate_run(config, request, ranks, settings)
     return status
+
+
+def predict_command(run_dir: str, platform: str | None) -> int:
+    """``predict RUN``: simulated.csv (scale on the platform, p = 2 beside measured), then the page."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from .platform import CLUSTER_100G, load_platform
+    from .predict import predict, write_rows
+    from .process import install
+
+    install()
+    folder = Path(run_dir)
+    plat = load_platform(platform) if platform else CLUSTER_100G
+    work = Path(tempfile.mkdtemp(prefix="mpibench-predict-"))
+    try:
+        rows = predict(folder, plat, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    path = write_rows(folder, rows)
+    for row in rows:
+        if row["kind"] == "host":
+            print(f"p=2 {row['strategy']:<6} step {float(row['step_s']) * 1e3:8.3f} ms  [{row['tag']}]")
+    print(f"predict: {len(rows)} rows [simulated | modelled | measured] -> {path}", flush=True)
+    return 0

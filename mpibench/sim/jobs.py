@@ -30,7 +30,8 @@ class SimSettings:
 
     net: Network = Network()
     options: Options = Options()
-    measure_compute: bool = False  # charge the host's CPU time of each process (timings, not bit-exact)
+    # charge each process the host's time it ran: False (bit-exact), "cpu" or "wall" (see scheduler)
+    measure_compute: bool | str = False
 
 
 def _guard(body) -> int:

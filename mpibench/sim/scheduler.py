@@ -11,8 +11,10 @@ scheduling or the machine's load: the same inputs give the same interleaving.
 
 Each actor has its own clock (processes compute at the same time). It moves
 when the actor waits (to the time its wait is satisfied), sleeps, and, with
-``measure_compute``, by the thread CPU time the actor spent between two waits
-(then timings follow the host's compute speed and are no longer bit-exact).
+``measure_compute``, by the time the actor spent running between two waits:
+its thread CPU time (``"cpu"``), or the host's clock (``"wall"``, which also
+charges what other processes on a loaded host take from it, as a real rank
+would suffer it); timings then follow the host and are no longer bit-exact.
 
 A blocked actor waits on a condition, a function returning the virtual time
 at which it is satisfied (None: not yet), optionally with a time at which it
@@ -32,6 +34,7 @@ from typing import Callable
 
 INF = float("inf")
 _thread_time = _time.thread_time
+CLOCKS = {"cpu": _time.thread_time, "wall": _time.perf_counter}
 
 
 class Killed(BaseException):
@@ -60,17 +63,17 @@ class Actor:
 
     def now(self) -> float:
         if self.sched.measure_compute and self.state == "running":
-            return self.clock + self.sched.cpu_scale * (_thread_time() - self._slice_cpu)
+            return self.clock + self.sched.cpu_scale * (self.sched.host_clock() - self._slice_cpu)
         return self.clock
 
     def _charge(self) -> None:
         self.clock = self.now()
-        self._slice_cpu = _thread_time()
+        self._slice_cpu = self.sched.host_clock()
 
     def _main(self) -> None:
         self.sched._tls.actor = self
         self._go.acquire()
-        self._slice_cpu = _thread_time()
+        self._slice_cpu = self.sched.host_clock()
         try:
             if self.killed is not None:
                 raise self.killed
@@ -86,8 +89,9 @@ class Actor:
 
 
 class Scheduler:
-    def __init__(self, measure_compute: bool = False, cpu_scale: float = 1.0):
-        self.measure_compute, self.cpu_scale = measure_compute, cpu_scale
+    def __init__(self, measure_compute: bool | str = False, cpu_scale: float = 1.0):
+        self.measure_compute, self.cpu_scale = bool(measure_compute), cpu_scale
+        self.host_clock = CLOCKS["wall" if measure_compute == "wall" else "cpu"]
         self.actors: list[Actor] = []
         self._back = threading.Semaphore(0)
         self._tls = threading.local()
@@ -123,7 +127,7 @@ class Scheduler:
         actor.cond, actor.until, actor.state = cond, until, "blocked"
         self._back.release()
         actor._go.acquire()
-        actor._slice_cpu = _thread_time()
+        actor._slice_cpu = self.host_clock()
         if actor.killed is not None:
             raise actor.killed
         return actor.woke_by_cond
