@@ -8,7 +8,7 @@ import click
 from mpibench.base.config import UsageError
 
 from . import driver_commands, job_commands, offline_commands
-from .options import config_from, out_request, run_options
+from .options import config_from, engine_options, out_request, run_options
 from .usage import fail_usage, guarded
 
 
@@ -32,9 +32,10 @@ class Cli(click.Group):
 
 @click.group(cls=Cli, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@engine_options
 @run_options
 @click.pass_context
-def main(ctx, **kw):
+def main(ctx, engine, ranks, platform, **kw):
     """MPI benchmark and correctness suite for data-parallel gradient sync.
 
     Without a command (under mpirun) this is the main job: every named fault
@@ -51,6 +52,12 @@ def main(ctx, **kw):
     """
     if ctx.invoked_subcommand is not None:
         return
+    if engine == "sim":
+        from mpibench.sim.cli_entry import simulated_main_job
+
+        sys.exit(simulated_main_job(lambda: config_from("native", "none", **kw),
+                                    lambda c: out_request(kw, "main", c.seed), ranks, platform,
+                                    job_commands.parse_run_args))
     config = config_from("native", "none", **kw)
     request = out_request(kw, "main", config.seed)
     from mpibench.drive.jobsweep import plan_job_sweep

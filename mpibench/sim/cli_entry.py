@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mpibench.base.config import UsageError
 
-from .jobs import SimSettings, simulate_run
+from .jobs import SimSettings, simulate_job, simulate_run
 
 
 def settings_for(platform: str | None) -> SimSettings:
@@ -58,3 +58,31 @@ def predict_command(run_dir: str, platform: str | None) -> int:
             print(f"p=2 {row['strategy']:<6} step {float(row['step_s']) * 1e3:8.3f} ms  [{row['tag']}]")
     print(f"predict: {len(rows)} rows [simulated | modelled | measured] -> {path}", flush=True)
     return 0
+
+
+def simulated_main_job(make_config, make_request, ranks: int, platform: str | None, parse_run_args) -> int:
+    """The main job's scenarios (and its own short sweep) on ``ranks`` simulated processes.
+
+    The benchmarks, calibration and scaling are measurements of this host and are left
+    out (``MPIBENCH_NO_BENCH=1``): on the simulator they would time the simulator."""
+    import os
+
+    from .process import install
+
+    install()
+    if ranks < 1:
+        raise UsageError(f"--ranks must be at least 1, got {ranks}")
+    settings = settings_for(platform)
+    os.environ["MPIBENCH_NO_BENCH"] = "1"
+    config = make_config()
+    request = make_request(config)
+    from mpibench.drive.jobsweep import plan_job_sweep
+    from mpibench.job.suite import main_job
+
+    def plan_sweep(base, world, out):
+        return plan_job_sweep(base, world, out, parse_run_args)
+
+    print("engine sim [simulated]: the main job's scenarios; benchmarks left out (they would time the "
+          "simulator)", flush=True)
+    status, _ = simulate_job(lambda: main_job(config, request, plan_sweep), ranks, settings)
+    return status

@@ -61,7 +61,7 @@ def _run_body(config: RunConfig, request):
     def body() -> int:
         from mpibench.job.suite import single_run
 
-        return _guard(lambda: single_run(config, request))
+        return single_run(config, request)
     return body
 
 
@@ -83,8 +83,14 @@ def job_status(result: WorldResult) -> int:
 def simulate_run(config: RunConfig, request, ranks: int, settings: SimSettings = SimSettings(),
                  quiet: bool = False) -> tuple[int, WorldResult]:
     """One ``run`` on ``ranks`` simulated processes; (exit status, how each process ended)."""
+    return simulate_job(_run_body(config, request), ranks, settings, quiet)
+
+
+def simulate_job(body, ranks: int, settings: SimSettings = SimSettings(), quiet: bool = False):
+    """``body()`` (a job body, as the command line runs it under mpirun) on ``ranks`` simulated
+    processes, guarded as a real process is; (exit status, how each process ended)."""
     start = time.perf_counter()
-    result = run_world(ranks, _run_body(config, request), _replacement_body, settings.net, settings.options,
+    result = run_world(ranks, lambda: _guard(body), _replacement_body, settings.net, settings.options,
                        settings.measure_compute)
     status = job_status(result)
     if result.deadlocked:
