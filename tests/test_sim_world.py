@@ -51,3 +51,10 @@ def test_spawn_and_merge_add_a_process_and_no_slot_refuses_it(found):
 def test_virtual_time_is_the_same_every_time(found):
     first, second = found["virtual_times"]
     assert first == second and first > 0
+
+
+def test_spawned_survivors_are_not_told_when_the_launched_job_dies_at_once(found):
+    # repro/ulfm_lost_failure.py on Open MPI 5: two originals die together, the spawned one waits
+    assert found["lost_apart_False"]["deadlocked"] == [2]
+    # the launched job's last process dying alone is reported (the main job's kills on real MPI)
+    assert found["lost_apart_True"]["deadlocked"] == [] and found["lost_apart_True"]["codes"]["2"] == 7

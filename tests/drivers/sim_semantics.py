@@ -89,6 +89,24 @@ def refused(MPI, comm):
         return exc.Get_error_class()
 
 
+def lost(MPI, comm, apart):
+    merged = comm.Spawn(sys.executable, args=[], maxprocs=1).Merge(high=False)
+    if apart and comm.Get_rank() == 1:
+        import time
+        time.sleep(1.0)  # the launched job's last process dies alone, a second after the first
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def lost_child():
+    from mpi4py import MPI
+    merged = MPI.Comm.Get_parent().Merge(high=True)
+    try:
+        merged.Agree(1)
+        return 0
+    except MPI.Exception:
+        return 7  # told of the failure
+
+
 def child():
     from mpi4py import MPI
     merged = MPI.Comm.Get_parent().Merge(high=True)
@@ -110,6 +128,10 @@ got, res = world(2, spawned, spawn_body=child)
 out["spawned"], out["spawned_count"] = got, res.spawned
 got, res = world(2, refused, spawn_body=child, options=Options(spawn_slots=0))
 out["spawn_refused"] = got
+for apart in (False, True):
+    res = run_world(2, lambda apart=apart: lost(__import__("mpi4py").MPI, __import__("mpi4py").MPI.COMM_WORLD, apart),
+                    spawn_body=lost_child)
+    out[f"lost_apart_{apart}"] = {"codes": res.codes, "deadlocked": res.deadlocked}
 times = [world(3, ring)[1].virtual_s for _ in range(2)]
 out["virtual_times"] = times
 print("RESULT " + json.dumps(out, default=str))
