@@ -11,10 +11,6 @@ process's own. What is not here is not simulated: using it raises
 """
 from __future__ import annotations
 
-import pickle
-
-import numpy as np
-
 from . import world as w
 from .collectives import Error
 

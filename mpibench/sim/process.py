@@ -29,7 +29,7 @@ from . import handles  # noqa: F401 - registers the handle class as MPI.Comm
 from . import mpi as sim_mpi
 from .collectives import RESULTS
 from .network import Network
-from .scheduler import INF, Killed, Scheduler
+from .scheduler import INF, Scheduler
 from .world import CommState, Options, Proc, World
 
 _real = {"monotonic": time.monotonic, "perf_counter": time.perf_counter, "sleep": time.sleep,

@@ -205,9 +205,6 @@ class CommState:
         self.counts: dict = {}  # (rank, family) -> collectives started
         self.acked: dict[int, set] = {}  # rank -> gids acknowledged failed
 
-    def rank_of(self, proc: Proc) -> int:
-        return self.procs.index(proc)
-
     def failed(self, rank: int, now: float) -> list[Proc]:
         observer = self.procs[rank]
         return [p for p in self.procs if self.world.notice_s(p, observer) <= now]
@@ -303,7 +300,8 @@ class World:
         episode = [p for p in self.procs if abs(p.death_s - end) <= self.net.notice_s]
         return episode if len(episode) >= 2 else []
 
-    def copy(self, payload):
+    @staticmethod
+    def copy(payload):  # what another process receives: never the same object
         return pickle.loads(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
     def complete(self, coll: Coll, absent) -> None:
