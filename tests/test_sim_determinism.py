@@ -23,6 +23,7 @@ def test_same_seed_same_rows(tmp_path, scenario, strategy, recovery, ranks):
     assert found["status"] == [0, 0, 0]
     assert found["steps"] == 5 or scenario == "partition-heal"
     assert found["same"]
+    assert found["fds_left_open"] == 0  # a dead simulated process's files are closed, as by the OS
     assert not found["other_seed_same"]
     if scenario != "straggler-dropped":
         assert found["faults"] >= 1  # the fault really happened

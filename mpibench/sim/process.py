@@ -18,6 +18,7 @@ each one's exit status, as ``mpirun`` would see them.
 """
 from __future__ import annotations
 
+import builtins
 import os
 import signal
 import sys
@@ -33,7 +34,8 @@ from .scheduler import INF, Scheduler
 from .world import CommState, Options, Proc, World
 
 _real = {"monotonic": time.monotonic, "perf_counter": time.perf_counter, "sleep": time.sleep,
-         "getpid": os.getpid, "kill": os.kill, "_exit": os._exit, "Timer": threading.Timer}
+         "getpid": os.getpid, "kill": os.kill, "_exit": os._exit, "Timer": threading.Timer,
+         "open": builtins.open}
 _env: "Env | None" = None
 PID_BASE = 40000  # simulated pids: well apart from this host's
 
@@ -83,6 +85,16 @@ def _exit(code):
     _real["_exit"](code)
 
 
+def _open(*args, **kwargs):
+    """A file a simulated process opens is closed when that process ends (mpibench's writers
+    flush every record, so nothing a real SIGKILL would lose is kept)."""
+    f = _real["open"](*args, **kwargs)
+    actor = _actor()
+    if actor is not None:
+        actor.process.files.append(f)
+    return f
+
+
 class _Timer:
     """``threading.Timer`` inside a simulated process: fires on its virtual clock."""
 
@@ -119,6 +131,7 @@ def install() -> None:
     time.monotonic, time.perf_counter, time.sleep = _monotonic, _perf_counter, _sleep
     os.getpid, os.kill, os._exit = _getpid, _kill, _exit
     threading.Timer = _timer
+    builtins.open = _open
     os.environ["MPIBENCH_ASSUME_ULFM"] = "1"  # the simulated library implements ULFM
 
 
@@ -219,6 +232,9 @@ def run_world(ranks: int, body, spawn_body=None, net: Network | None = None, opt
                 env.kill(actor.process, 1)
     finally:
         _env = None
+        for proc in env.world.procs:
+            for f in proc.files:
+                f.close()
     for proc in env.world.procs:
         kind, value = proc.actor.result
         result.codes[proc.gid] = proc.exit_code if kind == "killed" and proc.exit_code is not None else (

@@ -67,6 +67,7 @@ class Proc:
     parent: object = None  # child side of the spawn inter-communicator
     world: object = None
     exit_code: int | None = None
+    files: list = field(default_factory=list)  # opened by it: closed when it ends, as by the OS
 
 
 @dataclass(eq=False)

@@ -29,8 +29,12 @@ def once(seed: int, name: str) -> tuple[int, dict]:
     return status, rows(out / name)
 
 
+import os  # noqa: E402
+
+fds = len(os.listdir("/proc/self/fd"))
 a = once(3, "a")
 b = once(3, "b")
 c = once(4, "c")
 print("RESULT " + json.dumps({"status": [a[0], b[0], c[0]], "same": a[1] == b[1], "other_seed_same": a[1] == c[1],
-                              "steps": len(a[1]["steps.csv"]), "faults": len(a[1]["faults.csv"])}))
+                              "steps": len(a[1]["steps.csv"]), "faults": len(a[1]["faults.csv"]),
+                              "fds_left_open": len(os.listdir("/proc/self/fd")) - fds}))
