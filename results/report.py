@@ -102,7 +102,7 @@ def header(files: RunFiles) -> str:
 
 def nav() -> str:
     links = [("scenarios", "scenarios"), ("sweep", "sweep"), ("findings", "findings"),
-             ("bench", "benchmarks"), ("simulated", "simulated"), ("checked", "what is checked")]
+             ("bench", "benchmarks"), ("checked", "what is checked")]
     return "<nav>" + "".join(f"<a href='#{a}'>{t}</a>" for a, t in links) + "</nav>"
 
 

@@ -21,8 +21,7 @@ def section(out_dir: str) -> str:
     head = "<h2 id='simulated'>Simulated (not measured)</h2>"
     path = os.path.join(out_dir, "simulated.csv")
     if not os.path.exists(path):
-        return head + ("<p class='missing'>No predictions for this folder (run "
-                       "<code>python -m mpibench predict DIR</code>).</p>")
+        return ""  # no predictions for this folder (python -m mpibench predict DIR makes them)
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
     parts = [head, "<p>Figures tagged <b>simulated</b> are computed on a described platform by the simulator; "
                    "<b>modelled</b> ones by the analytic model over the same figures; <b>measured</b> ones were "
