@@ -98,9 +98,11 @@ def host_rows(folder: Path, info: dict, cal: dict, work: Path, clock: str = "cpu
     from .jobs import SimSettings, simulate_run
 
     measured = measured_steps(folder)
-    # The plain ping-pong's alpha and beta: the after-compute figures (alpha_step_s) are the
-    # host's scheduling noise as much as its network when other processes load it.
-    net = Network(alpha_s=cal["alpha_s"], beta_s_per_byte=cal["beta_s_per_byte"],
+    # The latency a training step sees (alpha_step_s: the ping-pong right after a local step's
+    # compute), as the analytic model's step time uses it; on a quiet host 31 us against the bare
+    # ping-pong's 2 us here (a rank waking from its yield), on a loaded one it is mostly noise.
+    net = Network(alpha_s=cal.get("alpha_step_s") or cal["alpha_s"],
+                  beta_s_per_byte=cal.get("beta_step_s_per_byte") or cal["beta_s_per_byte"],
                   gamma_s_per_byte=cal.get("gamma_cache_s_per_byte") or Network().gamma_s_per_byte)
     settings = SimSettings(net=net, measure_compute=clock)
     out = []
