@@ -20,7 +20,7 @@ import pandas as pd
 from .htmlparts import esc
 from . import inputs
 from .inputs import RunFiles, disagreements, load
-from .page import banner, bench, findings, launch, matrix, scenarios, sweep
+from .page import banner, bench, findings, launch, matrix, scenarios, simulated, sweep
 from .page.verdict import verdict_of
 
 INVARIANTS = ("equivalence", "replicas", "accounting", "membership", "data", "coverage")
@@ -157,7 +157,8 @@ def build(out_dir: str, progress=None) -> str:
         header(files), banner.banner(verdict, disagreements(files)), launch.section(files.info),
         matrix.matrix(verdict), nav(),
         scenario_html, sweep.section(files), findings.section(files, verdict, comparison),
-        bench.section(files, cal, comparison), section_checked(files["invariants.csv"])])
+        bench.section(files, cal, comparison), simulated.section(out_dir),
+        section_checked(files["invariants.csv"])])
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>mpibench report</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
     path = os.path.join(out_dir, "report.html")

@@ -26,6 +26,10 @@ SOURCES = {"mpibench": "mpibench", "kernels": "mpibench.kernels", "faults": "mpi
 # communicator wrapper that injects it, and the recovery that drives the worker loop.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("mpibench.base",)),
+    # the simulated MPI library and its clock: stand-ins for mpi4py, importing nothing of production
+    ("simulated MPI", ("mpibench.sim.scheduler", "mpibench.sim.network", "mpibench.sim.world",
+                       "mpibench.sim.collectives", "mpibench.sim.mpi", "mpibench.sim.handles",
+                       "mpibench.sim.process")),
     ("check", ("mpibench.check",)),
     ("kernels", ("mpibench.kernels",)),
     ("fault plans", ("mpibench.faults",)),
@@ -36,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("recovery", ("mpibench.faults.recovery", "mpibench.faults.respawn", "mpibench.faults.fault_log",
                   "mpibench.faults.quorum", "mpibench.faults.sides", "mpibench.faults.straggler")),
     ("job", ("mpibench.job",)),
-    ("drive", ("mpibench.drive", "mpibench.testbed")),
+    ("drive", ("mpibench.drive", "mpibench.testbed", "mpibench.sim")),
     ("cli", ("mpibench", "mpibench.cli", "mpibench.__main__")),
 ]
 

@@ -53,8 +53,16 @@ def _check_sweep_numbers(seeds, steps, jobs, cases_per_launch, first_seed, shrin
 @click.option("--shrink-runs", type=int, default=30, show_default=True,
               help="most jobs spent shrinking each violating case (0: no shrinking)")
 @click.option("--mutant", default=None, hidden=True, help="self-test only: every case runs this mutant")
+@click.option("--engine", type=click.Choice(["mpi", "sim"]), default="mpi", show_default=True,
+              help="sim: every case simulated in this process (see 'run --engine sim'); each finding is "
+                   "then replayed as a real mpirun job and reported as reproduced on MPI or simulation only")
+@click.option("--exhaustive", is_flag=True,
+              help="with --engine sim: instead of seeds, every kill point, kill pair, straggler drop and "
+                   "partition boundary in the first 3 steps of each --workers world (2,3,4 by default)")
+@click.option("--replay-on-mpi/--no-replay-on-mpi", default=True, show_default=True,
+              help="with --engine sim: replay each finding on real MPI")
 def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
-          mutant, swarm, cases_per_launch, time_budget, **kw):
+          mutant, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
     Cases of one worker count run many per mpirun job, the world size restored
@@ -78,6 +86,13 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     if strategies is None:
         strategies = ",".join(registered_strategies() if swarm else CHECKED)
     validate(parse_list(strategies, "--strategies"))
+    if engine == "sim" or exhaustive:
+        from mpibench.sim.sweep_entry import SimSweepRequest, sim_sweep_command
+
+        sys.exit(sim_sweep_command(SimSweepRequest(
+            seeds, tuple(worker_counts), tuple(parse_list(strategies, "--strategies")), steps, first_seed, swarm,
+            exhaustive, engine, mutant, shrink_runs, case_deadline, time_budget, mpiexec if replay_on_mpi else "",
+            out_request(kw, "sweep", first_seed))))
     request = out_request(kw, "sweep", first_seed)
     stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
     try:
@@ -123,3 +138,16 @@ def selftest(jobs, out, mpiexec, strategy):
     except LaunchError as exc:
         could_not_run(str(exc))
     sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs, strategy=strategy))
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--platform", default=None, type=click.Path(),
+              help="the cluster to predict for (TOML, see mpibench.sim.platform) [default: 100 Gb/s, 8 ranks "
+                   "per node, fat tree]")
+def predict(run_dir, platform):
+    """Simulated figures for a run folder: p = 8 ... 4096 on a platform beside the analytic model, and
+    p = 2 simulated beside the run's measured step times (simulated.csv, tagged; then 'report')."""
+    from mpibench.sim.cli_entry import predict_command
+
+    sys.exit(predict_command(run_dir, platform))

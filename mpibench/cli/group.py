@@ -8,7 +8,7 @@ import click
 from mpibench.base.config import UsageError
 
 from . import driver_commands, job_commands, offline_commands
-from .options import config_from, out_request, run_options
+from .options import config_from, engine_options, out_request, run_options
 from .selflaunch import DEFAULT_RANKS, launch_main_job, under_launcher
 from .usage import fail_usage, guarded, launched_size
 
@@ -33,12 +33,13 @@ class Cli(click.Group):
 
 @click.group(cls=Cli, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@engine_options
 @run_options
-@click.option("--np", "ranks", type=click.IntRange(min=1), default=None,
+@click.option("--np", "np_ranks", type=click.IntRange(min=1), default=None,
               help=f"ranks to start when run without a launcher [default: {DEFAULT_RANKS}]; "
                    "under mpirun its -n decides")
 @click.pass_context
-def main(ctx, ranks, **kw):
+def main(ctx, engine, ranks, np_ranks, platform, **kw):
     """MPI benchmark and correctness suite for data-parallel gradient sync.
 
     Without a command this is the main job: every named fault scenario under
@@ -61,12 +62,18 @@ def main(ctx, ranks, **kw):
     """
     if ctx.invoked_subcommand is not None:
         return
+    if engine == "sim":
+        from mpibench.sim.cli_entry import simulated_main_job
+
+        sys.exit(simulated_main_job(lambda: config_from("native", "none", **kw),
+                                    lambda c: out_request(kw, "main", c.seed), ranks, platform,
+                                    job_commands.parse_run_args))
     config = config_from("native", "none", **kw)
     request = out_request(kw, "main", config.seed)
     if not under_launcher():
-        sys.exit(launch_main_job(ranks, sys.argv[1:]))
-    if ranks is not None and ranks != launched_size():
-        raise UsageError(f"--np {ranks} is for a start without a launcher; this launch started "
+        sys.exit(launch_main_job(np_ranks, sys.argv[1:]))
+    if np_ranks is not None and np_ranks != launched_size():
+        raise UsageError(f"--np {np_ranks} is for a start without a launcher; this launch started "
                          f"{launched_size()} rank(s) (its -n decides)")
     from mpibench.drive.jobsweep import plan_job_sweep
     from mpibench.job.suite import main_job
@@ -78,7 +85,7 @@ def main(ctx, ranks, **kw):
 
 
 for _command in (job_commands.run, job_commands.bench, job_commands.batch, job_commands.replacement,
-                 driver_commands.sweep, driver_commands.selftest,
+                 driver_commands.sweep, driver_commands.selftest, driver_commands.predict,
                  offline_commands.check, offline_commands.report, offline_commands.compare,
                  offline_commands.strategies, offline_commands.scenarios):
     main.add_command(_command)

@@ -10,7 +10,7 @@ from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.parsing import parse_list, parse_size
 from mpibench.sync.registry import strategy_options
 
-from .options import DEVICES, config_from, out_options, out_request, run_options, shared_out, with_options
+from .options import DEVICES, config_from, engine_options, out_options, out_request, run_options, shared_out, with_options
 from .usage import guarded
 
 
@@ -33,15 +33,26 @@ def install_mutant(mutant: str | None) -> None:
               help="a named scenario (see 'scenarios') or a TOML schedule file")
 @click.option("--mutant", default=None, hidden=True,
               help="self-test only: run a known-bad reduction (see mpibench.job.mutants)")
+@engine_options
 @run_options
-def run(strategy, scenario, mutant, **kw):
-    """One scenario under one strategy (under mpirun)."""
+def run(strategy, scenario, mutant, engine, ranks, platform, **kw):
+    """One scenario under one strategy (under mpirun; or --engine sim: simulated, no mpirun)."""
+    if engine == "sim":
+        sys.exit(run_simulated(strategy, scenario, mutant, ranks, platform, kw))
     from mpibench.job.suite import single_run
 
     install_mutant(mutant)
     config = config_from(strategy, scenario, **kw)
     request = out_request(kw, scenario, config.seed)
     sys.exit(guarded(lambda: single_run(config, request)))
+
+
+def run_simulated(strategy, scenario, mutant, ranks, platform, kw) -> int:
+    """``run`` on the simulated engine (see mpibench.sim): the same job on ``ranks`` processes."""
+    from mpibench.sim.cli_entry import simulated_run
+
+    return simulated_run(lambda: install_mutant(mutant), lambda: config_from(strategy, scenario, **kw),
+                         lambda config: out_request(kw, scenario, config.seed), ranks, platform)
 
 
 def parse_run_args(args: list[str]) -> tuple[RunConfig, str, str | None]:
@@ -54,6 +65,8 @@ def parse_run_args(args: list[str]) -> tuple[RunConfig, str, str | None]:
     except click.ClickException as exc:
         raise UsageError(f"bad run arguments {' '.join(args)!r}: {exc.format_message()}") from None
     mutant, out = params.pop("mutant"), params["out"]
+    for name in ("engine", "ranks", "platform"):
+        params.pop(name, None)
     return config_from(params.pop("strategy"), params.pop("scenario"), **params), out, mutant
 
 

@@ -43,6 +43,21 @@ def run_options(func):
     return with_options(opts)(func)
 
 
+def engine_options(func):
+    """``--engine mpi|sim`` and what the simulated engine needs (see mpibench.sim)."""
+    opts = [
+        click.option("--engine", type=click.Choice(["mpi", "sim"]), default="mpi", show_default=True,
+                     help="mpi: this process is one rank of an mpirun job; sim: every rank simulated in "
+                          "this process on a virtual clock (no mpirun; figures tagged 'simulated')"),
+        click.option("--ranks", type=int, default=4, show_default=True,
+                     help="--engine sim: how many ranks to simulate"),
+        click.option("--platform", default=None, type=click.Path(),
+                     help="--engine sim: the simulated cluster (TOML platform file, run.json or "
+                          "calibration JSON) [default: this host's figures]"),
+    ]
+    return with_options(opts)(func)
+
+
 def out_options(what: str) -> list:
     """``--out`` and ``--force``: see :mod:`mpibench.job.outdir` for the policy."""
     return [

@@ -1,0 +1,104 @@
+"""One sweep or self-test case on the simulated engine, judged exactly as a real one.
+
+A :class:`~mpibench.drive.cases.Case` is what the drivers launch as
+``mpirun -n W python -m mpibench run ...``. Here its ``run`` arguments are read
+into the same :class:`~mpibench.base.config.RunConfig`, the same job runs on W
+simulated processes in this Python process (no launch: that is where the
+speed comes from), and the drivers' own :func:`~mpibench.drive.cases.judge`
+turns the folder's verdict and the job's exit status into the same
+:class:`~mpibench.drive.cases.Outcome` (sweep.csv row, replay command) a real
+case gets. The replay command replays the case on the simulated engine; the
+real-MPI one is the same ``run`` arguments under ``mpirun``.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.parsing import parse_size
+from mpibench.drive.cases import Case, Outcome, judge, write_case
+from mpibench.drive.launch import JobResult
+
+from .jobs import SimSettings, simulate_run
+
+# The run options a case's arguments may carry, and the config field each sets.
+_FIELDS = {"--strategy": ("strategy", str), "--scenario": ("scenario", str), "--steps": ("steps", int),
+           "--seed": ("seed", int), "--recovery": ("recovery", str), "--samples": ("samples", int),
+           "--batch-size": ("batch_size", int), "--check-every": ("check_every", int),
+           "--bucket-bytes": ("bucket_bytes", lambda t: parse_size(t)), "--ps-shards": ("ps_shards", int),
+           "--straggler-deadline": ("straggler_deadline", float), "--deadline-s": ("deadline_s", float),
+           "--lr": ("lr", float), "--features": ("features", int), "--hidden": ("hidden", int),
+           "--classes": ("classes", int), "--device": ("device", str)}
+TAIL_CHARS = 4000
+
+
+def config_of(args: list[str]) -> tuple[RunConfig, str | None, str | None]:
+    """(config, --mutant, --out) from ``run`` arguments as the drivers write them."""
+    if not args or args[0] != "run":
+        raise UsageError(f"not a run command: {shlex.join(args)}")
+    fields, mutant, out = {}, None, None
+    pairs = args[1:]
+    if len(pairs) % 2:
+        raise UsageError(f"run arguments must come in option/value pairs: {shlex.join(args)}")
+    for flag, value in zip(pairs[::2], pairs[1::2]):
+        if flag == "--mutant":
+            mutant = value
+        elif flag == "--out":
+            out = value
+        elif flag in _FIELDS:
+            name, kind = _FIELDS[flag]
+            try:
+                fields[name] = kind(value)
+            except ValueError:
+                raise UsageError(f"bad value for {flag}: {value!r}") from None
+        else:
+            raise UsageError(f"the simulated engine does not take {flag} in a case")
+    config = RunConfig(**fields)
+    config.check_values()
+    return config, mutant, out
+
+
+def sim_replay(case: Case, folder: Path, out_name: str = "replay") -> str:
+    args = case.run_args(folder / "schedule.toml", folder / out_name)
+    return shlex.join([sys.executable, "-m", "mpibench", *args[:1], "--engine", "sim", "--ranks",
+                       str(case.workers), *args[1:]])
+
+
+@contextlib.contextmanager
+def _mutant(name: str | None):
+    """Build this process's runs with the mutant ``name`` for the duration (None: honest)."""
+    if name is None:
+        yield
+        return
+    from mpibench.job.mutants import install
+    from mpibench.job.runner import RunParts, use_parts
+
+    install(name)
+    try:
+        yield
+    finally:
+        use_parts(RunParts())
+
+
+def run_case_sim(case: Case, folder: Path, settings: SimSettings = SimSettings(),
+                 deadline_s: float = 180.0) -> Outcome:
+    """Run ``case`` simulated in ``folder`` and judge it as the drivers judge a real case."""
+    from .process import install
+
+    install()
+    schedule_path = write_case(case, folder)
+    out_dir = folder / "run"
+    config, mutant, _ = config_of(case.run_args(schedule_path, out_dir))
+    stdout, stderr = io.StringIO(), io.StringIO()
+    start = time.perf_counter()
+    with _mutant(mutant), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status, result = simulate_run(config, str(out_dir), case.workers, settings, quiet=True)
+    wall_s = time.perf_counter() - start
+    job = JobResult(None if result.deadlocked else status, wall_s, deadline_s,
+                    stdout.getvalue()[-TAIL_CHARS:], stderr.getvalue()[-TAIL_CHARS:])
+    return judge(case, out_dir, job, sim_replay(case, folder))

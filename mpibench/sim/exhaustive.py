@@ -1,0 +1,103 @@
+"""Every fault interleaving of a small world, as sweep cases (``sweep --engine sim --exhaustive``).
+
+For each world size p and strategy the plan holds, in this order:
+
+* every single kill point: worker x step (the first ``fault_steps``) x phase,
+  with ``mid_reduction`` at every message index from 1 to ``2(p-1)`` (a ring's
+  sends per bucket; a kill scheduled past a strategy's last message fires at
+  the next phase, so every index a strategy has is covered);
+* every pair of kill points on two different workers within the first
+  ``fault_steps`` steps (those that leave a survivor), in the same recovery;
+  a second kill at the same step may also fall in ``recovery``;
+* every straggler drop: one worker late at one step, beyond the straggler
+  deadline, before computing and before sending;
+* every partition boundary: each split into two sides, cut from each of the
+  first steps to each later one (healing), or never healed.
+
+Cases are plain :class:`~mpibench.drive.cases.Case` values, so they run,
+replay and shrink like the random sweep's; their schedules pass the same
+validation (:func:`mpibench.faults.schedule.validate`).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterator
+
+from mpibench.drive.cases import Case
+from mpibench.faults.schedule import Delay, Kill, Partition, Schedule, validate
+
+STRAGGLER_DEADLINE_S = 0.15
+LATE_S = 0.6
+
+
+@dataclass(frozen=True)
+class ExhaustivePlan:
+    workers: tuple[int, ...] = (2, 3, 4)
+    strategies: tuple[str, ...] = ("ring",)
+    steps: int = 4
+    fault_steps: int = 3
+    recovery: str = "shrink"
+    pairs: bool = True
+
+    def kill_points(self, p: int) -> list[Kill]:
+        phases = ["before_compute"] + [("mid_reduction", k) for k in range(1, 2 * (p - 1) + 1)] + \
+                 ["after_reduce", "after_apply"]
+        points = []
+        for w, s, phase in itertools.product(range(p), range(self.fault_steps), phases):
+            if isinstance(phase, tuple):
+                points.append(Kill(w, s, phase[0], phase[1]))
+            else:
+                points.append(Kill(w, s, phase))
+        return points
+
+    def schedules(self, p: int) -> Iterator[tuple[str, tuple, tuple]]:
+        """(label, events, schedule options) for world size ``p``."""
+        singles = self.kill_points(p)
+        for k in singles:
+            yield f"kill{_kill_label(k)}", (k,), ()
+        if self.pairs and p >= 3:
+            for a, b in itertools.combinations(singles, 2):
+                if a.rank != b.rank:
+                    yield f"kill{_kill_label(a)}+{_kill_label(b)}", (a, b), ()
+            for a in singles:  # a second death while the survivors recover from the first
+                for w in range(p):
+                    if w != a.rank:
+                        b = Kill(w, a.step, "recovery")
+                        yield f"kill{_kill_label(a)}+{_kill_label(b)}", (a, b), ()
+        for w, s, where in itertools.product(range(p), range(self.fault_steps), ("compute", "send")):
+            yield f"late{w}@{s}{where[0]}", (Delay(w, (s,), LATE_S, where),), \
+                (("straggler_deadline", STRAGGLER_DEADLINE_S),)
+        for side in _splits(p):
+            rest = tuple(r for r in range(p) if r not in side)
+            for start in range(self.fault_steps):
+                for end in [*range(start + 1, self.steps + 1), None]:
+                    yield f"cut{''.join(map(str, side))}@{start}-{end if end is not None else 'x'}", \
+                        (Partition((side, rest), start, end),), ()
+
+    def cases(self) -> Iterator[Case]:
+        for p in self.workers:
+            for label, events, options in self.schedules(p):
+                schedule = Schedule(f"exhaustive-{label}", p, events, options)
+                validate(schedule)
+                for strategy in self.strategies:
+                    yield Case(f"x-n{p}-{strategy}-{label}", 0, p, strategy, self.recovery, self.steps, schedule)
+
+    def count(self) -> int:
+        return sum(1 for p in self.workers for _ in self.schedules(p)) * len(self.strategies)
+
+
+def _kill_label(k: Kill) -> str:
+    phase = {"before_compute": "b", "after_reduce": "r", "after_apply": "a", "recovery": "v"}.get(k.phase)
+    return f"{k.rank}@{k.step}{phase or 'm' + str(k.messages)}"
+
+
+def _splits(p: int) -> list[tuple[int, ...]]:
+    """Every split of 0..p-1 into two non-empty sides, each once (named by the side that
+    holds the highest worker, so that the two orientations of a split are one case)."""
+    found = []
+    for size in range(1, p):
+        for side in itertools.combinations(range(p), size):
+            if p - 1 in side:
+                found.append(side)
+    return found

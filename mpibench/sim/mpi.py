@@ -1,0 +1,223 @@
+"""A stand-in for ``mpi4py.MPI``: the part of it mpibench calls, over the simulated world.
+
+The process model (:mod:`mpibench.sim.process`) installs this module as
+``mpi4py.MPI``, so the job, the strategies, the fault wrapper and the ULFM
+recovery run unchanged on it. Each simulated process holds its own
+:class:`Comm` handles (state shared in :mod:`mpibench.sim.world`); a blocking
+call waits through the scheduler, so a process waiting for a message lets
+the others run. ``COMM_WORLD`` and ``COMM_SELF`` resolve to the calling
+process's own. What is not here is not simulated: using it raises
+``AttributeError`` naming it, never a silent default.
+"""
+from __future__ import annotations
+
+from . import world as w
+from .collectives import Error
+
+ERR_OTHER, ERR_SPAWN, ERR_UNKNOWN = w.ERR_OTHER, w.ERR_SPAWN, 14
+ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED = w.ERR_PROC_FAILED, w.ERR_PROC_FAILED_PENDING, w.ERR_REVOKED
+UNDEFINED, ANY_SOURCE, ANY_TAG, PROC_NULL = -32766, -1, -1, -2
+SUM, MAX, MIN = "sum", "max", "min"
+COMM_TYPE_SHARED = 0
+ERRORS_RETURN, ERRORS_ARE_FATAL = "errors_return", "errors_are_fatal"
+THREAD_MULTIPLE = 3
+IN_PLACE = object()
+_STRINGS = {ERR_PROC_FAILED: "MPI_ERR_PROC_FAILED: Process Failure",
+            ERR_PROC_FAILED_PENDING: "MPI_ERR_PROC_FAILED_PENDING: Process Failure pending",
+            ERR_REVOKED: "MPI_ERR_REVOKED: Communicator revoked",
+            ERR_SPAWN: "MPI_ERR_SPAWN: All nodes which are allocated for this job are already filled"}
+SIMULATED = True  # lets a reader of run.json's MPI section see the engine
+
+_env = None  # the process model: .sched, .world, .proc() (the calling simulated process)
+
+
+def bind(env) -> None:
+    global _env
+    _env = env
+
+
+def Get_library_version() -> str:
+    return "mpibench simulated MPI (ULFM semantics as documented for OMPI 5; virtual clock)"
+
+
+def Get_version() -> tuple[int, int]:
+    return (3, 1)
+
+
+def Wtime() -> float:
+    return _env.sched.now()
+
+
+def Is_initialized() -> bool:
+    return True
+
+
+def Is_finalized() -> bool:
+    return False
+
+
+class Exception(Exception):  # noqa: A001 - mirrors mpi4py.MPI.Exception
+    def __init__(self, error_class: int = ERR_OTHER):
+        super().__init__(_STRINGS.get(error_class, f"MPI error class {error_class}"))
+        self.error_class = error_class
+
+    def Get_error_class(self) -> int:
+        return self.error_class
+
+    Get_error_code = Get_error_class
+
+    def Get_error_string(self) -> str:
+        return _STRINGS.get(self.error_class, f"MPI error class {self.error_class}")
+
+
+class Status:
+    def __init__(self):
+        self.source, self.tag = ANY_SOURCE, ANY_TAG
+
+    def Get_source(self) -> int:
+        return self.source
+
+    def Get_tag(self) -> int:
+        return self.tag
+
+
+class Group:
+    def __init__(self, procs):
+        self.procs = list(procs)
+
+    def Get_size(self) -> int:
+        return len(self.procs)
+
+    def Get_rank(self) -> int:
+        me = _env.proc()
+        return self.procs.index(me) if me in self.procs else UNDEFINED
+
+    def Incl(self, ranks) -> "Group":
+        return Group([self.procs[r] for r in ranks])
+
+    def Free(self) -> None:
+        pass
+
+    @staticmethod
+    def Translate_ranks(group1, ranks, group2) -> list[int]:
+        return [group2.procs.index(group1.procs[r]) if group1.procs[r] in group2.procs else UNDEFINED
+                for r in ranks]
+
+
+GROUP_EMPTY = Group([])
+
+
+class _Null:
+    def __repr__(self) -> str:
+        return "<simulated MPI null handle>"
+
+
+COMM_NULL = _Null()
+REQUEST_NULL = _Null()
+
+
+def _raise(error_class: int):
+    raise Exception(error_class)
+
+
+def _wait(req):
+    """Block the calling process until ``req`` finishes; its result, or the MPI error."""
+    _env.sched.block(lambda: req.ready_at(w.INF))
+    state, error_class = req.outcome(_env.sched.now())
+    if state == "error":
+        _raise(error_class)
+    result = req.result() if isinstance(req, w.CollReq) else None
+    if isinstance(result, Error):
+        _raise(result.error_class)
+    return result
+
+
+class Request:
+    def __init__(self, req):
+        self.req = req
+
+    def Test(self) -> bool:
+        state, error_class = self.req.outcome(_env.sched.now())
+        if state == "error":
+            _raise(error_class)
+        return state == "done"
+
+    def Wait(self) -> None:
+        _wait(self.req)
+
+    def Cancel(self) -> None:
+        self.req.cancelled = True
+
+    def Free(self) -> None:
+        pass
+
+    @staticmethod
+    def Testall(requests) -> bool:
+        live = [r.req for r in requests if isinstance(r, Request)]
+        if _all_done(live):
+            return True
+        actor = _env.sched.me()
+        key = id(requests)
+        polls = actor.polls + 1 if getattr(actor, "poll_key", None) == key else 0
+        actor.poll_key, actor.polls = key, polls
+        quantum = min(2e-3, 20e-6 * 2 ** min(polls, 10))  # a test that keeps failing waits longer
+
+        def ready():
+            times = [r.ready_at(w.INF) for r in live]
+            errors = [t for r, t in zip(live, times) if t is not None and r.error is not None]
+            if errors:
+                return min(errors)
+            return None if None in times else max(times)
+
+        _env.sched.block(ready, _env.sched.now() + quantum)
+        return _all_done(live)
+
+    @staticmethod
+    def Waitall(requests) -> None:
+        for r in requests:
+            if isinstance(r, Request):
+                r.Wait()
+
+
+def _all_done(reqs) -> bool:
+    now = _env.sched.now()
+    done = True
+    for r in reqs:
+        state, error_class = r.outcome(now)
+        if state == "error":
+            _raise(error_class)
+        done = done and state == "done"
+    return done
+
+
+Comm = Intracomm = Intercomm = None  # the handle class, registered by mpibench.sim.handles
+
+
+def _handle(state, rank):
+    return Comm(state, rank)
+
+
+class _Own:
+    """``COMM_WORLD`` / ``COMM_SELF``: the calling simulated process's own communicator."""
+
+    def __init__(self, which: str):
+        object.__setattr__(self, "which", which)
+
+    def _target(self):
+        return _env.own_comm(self.which)
+
+    def __getattr__(self, name):
+        return getattr(self._target(), name)
+
+    def __eq__(self, other):
+        return other is self._target() or isinstance(other, _Own) and other.which == self.which
+
+    def __hash__(self):
+        return hash(self.which)
+
+
+COMM_WORLD, COMM_SELF = _Own("COMM_WORLD"), _Own("COMM_SELF")
+
+
+def __getattr__(name: str):
+    raise AttributeError(f"the simulated MPI does not implement MPI.{name}")

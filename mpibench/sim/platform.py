@@ -1,0 +1,101 @@
+"""A simulated cluster described as data: ranks per node, node and network links, compute.
+
+Given as a TOML file::
+
+    ranks_per_node = 8
+    [node]      # between ranks of one node (shared memory)
+    latency_us = 0.5
+    bandwidth_gbps = 400
+    [network]   # between nodes (NIC and links: the slower of the two)
+    latency_us = 2.0
+    bandwidth_gbps = 100
+    topology = "fat-tree"     # full bisection: links are not shared beyond the NIC
+    [compute]
+    gamma_gbps = 32           # local reduction throughput
+
+or taken from a run's own calibration (``run.json`` or a calibration JSON), which
+describes this host as a one-node cluster. Bandwidths are in gigabits per second
+(1e9 bit/s), as network hardware is sold.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpibench.base.config import UsageError
+
+from .network import Network, from_calibration
+
+TOPOLOGIES = ("fat-tree", "single-switch")
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    ranks_per_node: int
+    node_latency_s: float
+    node_bytes_per_s: float
+    net_latency_s: float
+    net_bytes_per_s: float
+    gamma_bytes_per_s: float
+    topology: str = "fat-tree"
+    calibrated: Network | None = None  # taken as is from a calibration
+
+    def network(self) -> Network:
+        if self.calibrated is not None:
+            return self.calibrated
+        return Network(alpha_s=self.node_latency_s, beta_s_per_byte=1.0 / self.node_bytes_per_s,
+                       gamma_s_per_byte=1.0 / self.gamma_bytes_per_s, net_alpha_s=self.net_latency_s,
+                       net_beta_s_per_byte=1.0 / self.net_bytes_per_s, ranks_per_node=self.ranks_per_node)
+
+
+CLUSTER_100G = Platform("100 Gb/s cluster (8 ranks per node, fat tree)", 8, 0.5e-6, 400e9 / 8, 2.0e-6,
+                        100e9 / 8, 32e9 / 8)
+
+
+def _number(table: dict, key: str, where: str) -> float:
+    value = table.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise UsageError(f"platform {where}: '{key}' must be a positive number, got {value!r}")
+    return float(value)
+
+
+def from_toml(data: dict, name: str) -> Platform:
+    node, net, comp = data.get("node", {}), data.get("network", {}), data.get("compute", {})
+    topology = net.get("topology", "fat-tree")
+    if topology not in TOPOLOGIES:
+        raise UsageError(f"platform {name}: topology must be one of {', '.join(TOPOLOGIES)}, got {topology!r}")
+    per_node = data.get("ranks_per_node")
+    if not isinstance(per_node, int) or per_node < 1:
+        raise UsageError(f"platform {name}: 'ranks_per_node' must be a positive integer, got {per_node!r}")
+    return Platform(name, per_node, _number(node, "latency_us", name) * 1e-6,
+                    _number(node, "bandwidth_gbps", name) * 1e9 / 8, _number(net, "latency_us", name) * 1e-6,
+                    _number(net, "bandwidth_gbps", name) * 1e9 / 8, _number(comp, "gamma_gbps", name) * 1e9 / 8,
+                    topology)
+
+
+def load_platform(path: str) -> Platform:
+    """A platform from a TOML file, or this host's from run.json / a calibration JSON; bad input
+    is a UsageError naming the file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "run.json"
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read platform {path}: {exc.strerror}") from None
+    try:
+        if p.suffix == ".toml":
+            return from_toml(tomllib.loads(text), str(p))
+        data = json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"platform {path} is not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}") from None
+    cal = data.get("calibration", data) if isinstance(data, dict) else None
+    if not isinstance(cal, dict) or "alpha_s" not in cal:
+        raise UsageError(f"platform {path}: no calibration (alpha_s, beta_s_per_byte) found")
+    cal = {**cal, "gamma_s_per_byte": cal.get("gamma_cache_s_per_byte")}
+    net = from_calibration(cal)
+    return Platform(f"this host, calibrated ({p.name})", 0, net.alpha_s, 1 / net.beta_s_per_byte, net.alpha_s,
+                    1 / net.beta_s_per_byte, 1 / net.gamma_s_per_byte, "single-switch", calibrated=net)

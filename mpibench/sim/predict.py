@@ -1,0 +1,158 @@
+"""Predictions for a run folder: simulated figures at scale, and at p = 2 beside the measured ones.
+
+``simulated.csv`` gets one row per (kind, strategy, ranks, tag):
+
+* kind ``scale`` -- p = 8 ... 4096 on a described platform: the synchronisation,
+  the training step and a death with its recovery, played out round by round
+  (:mod:`.rounds`), tagged ``simulated``; beside each, the analytic model's
+  synchronisation and step (:mod:`mpibench.results.costmodel`) over the same
+  platform figures, tagged ``modelled``. Both take the local step (compute)
+  from the run's own calibration.
+* kind ``host`` -- p = 2 on this host: the median step time the run measured
+  for each strategy (``measured``, from steps.csv) beside the same run replayed
+  on the simulated engine (``simulated``: the real worker loop on 2 simulated
+  processes, their compute charged at this host's CPU time, the network from
+  the run's calibration of this host).
+
+Simulated figures are never mixed with measured ones: every row carries its tag.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.records import CsvLog
+
+from . import rounds
+from .network import Network
+from .platform import Platform
+
+COLUMNS = ["kind", "platform", "strategy", "ranks", "bytes", "sync_s", "step_s", "recovery_s", "tag"]
+SCALE_RANKS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+SCALE_STRATEGIES = ("ring", "ps", "auto", "native")
+HOST_STRATEGIES = ("ring", "ps", "auto")
+HOST_REPEATS = 3  # simulated runs per strategy at p = 2; the median is over all their steps
+
+
+def read_run(folder: Path) -> tuple[dict, dict]:
+    """(run.json, its calibration); bad input names the folder."""
+    try:
+        info = json.loads((folder / "run.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{folder}: no readable run.json ({exc})") from None
+    cal = info.get("calibration")
+    if not isinstance(cal, dict) or "alpha_s" not in cal:
+        raise UsageError(f"{folder}: run.json holds no calibration (run the main job or bench first)")
+    return info, cal
+
+
+def _model_cal(plat: Platform, cal: dict, p: int):
+    from mpibench.results.calibration import Calibration
+
+    c = Calibration.from_dict(cal)
+    return replace(c, alpha_s=plat.net_latency_s if p > plat.ranks_per_node else plat.node_latency_s,
+                   beta_s_per_byte=1 / (plat.net_bytes_per_s if p > plat.ranks_per_node else plat.node_bytes_per_s),
+                   gamma_cache_s_per_byte=1 / plat.gamma_bytes_per_s, gamma_memory_s_per_byte=1 / plat.gamma_bytes_per_s,
+                   alpha_step_s=0.0, beta_step_s_per_byte=0.0, ranks=p)
+
+
+def scale_rows(plat: Platform, cal: dict, nbytes: int, local_batch: int, notice_s: float = 1e-3) -> list[dict]:
+    from mpibench.results import costmodel
+    from mpibench.results.calibration import Calibration
+
+    local = Calibration.from_dict(cal).local_step_s(local_batch)
+    out = []
+    for strategy in SCALE_STRATEGIES:
+        for p in SCALE_RANKS:
+            sync = rounds.sync_s(plat, strategy, p, nbytes)
+            step = local + sync + 2 * rounds.tree_s(plat, p)  # loss statistics and evidence gather
+            base = {"kind": "scale", "platform": plat.name, "strategy": strategy, "ranks": p, "bytes": nbytes}
+            out.append({**base, "sync_s": sync, "step_s": step,
+                        "recovery_s": rounds.recovery_s(plat, strategy, p, nbytes, notice_s), "tag": "simulated"})
+            mc = _model_cal(plat, cal, p)
+            out.append({**base, "sync_s": costmodel.sync_s(mc, strategy, p, nbytes),
+                        "step_s": costmodel.step_s(mc, strategy, p, local_batch, nbytes), "recovery_s": "",
+                        "tag": "modelled"})
+    return out
+
+
+def measured_steps(folder: Path) -> dict[str, list[float]]:
+    """Per strategy, the step times of its fault-free scenario in the run's steps.csv."""
+    import csv
+
+    found: dict[str, list[float]] = {}
+    try:
+        with open(folder / "steps.csv", newline="") as f:
+            for row in csv.DictReader(f):
+                if row.get("scenario") == "none" and row.get("step") not in ("0", "1"):  # warm-up left out
+                    found.setdefault(row["strategy"], []).append(float(row["step_time_s"]))
+    except OSError:
+        pass
+    return found
+
+
+def host_rows(folder: Path, info: dict, cal: dict, work: Path, clock: str = "cpu") -> list[dict]:
+    """p = 2: measured step medians beside the same strategies' runs on the simulated engine."""
+    from .jobs import SimSettings, simulate_run
+
+    measured = measured_steps(folder)
+    # The latency a training step sees (alpha_step_s: the ping-pong right after a local step's
+    # compute), as the analytic model's step time uses it; on a quiet host 31 us against the bare
+    # ping-pong's 2 us here (a rank waking from its yield), on a loaded one it is mostly noise.
+    net = Network(alpha_s=cal.get("alpha_step_s") or cal["alpha_s"],
+                  beta_s_per_byte=cal.get("beta_step_s_per_byte") or cal["beta_s_per_byte"],
+                  gamma_s_per_byte=cal.get("gamma_cache_s_per_byte") or Network().gamma_s_per_byte)
+    settings = SimSettings(net=net, measure_compute=clock)
+    out = []
+    for strategy in HOST_STRATEGIES:
+        if strategy not in measured:
+            continue
+        sim_config = _host_config(info, strategy)
+        simulated = []
+        for repeat in range(HOST_REPEATS):  # the compute charge is the host's CPU time: noisy
+            run_dir = work / f"host-{strategy}-{repeat}"
+            simulate_run(sim_config, str(run_dir), 2, settings, quiet=True)
+            simulated += measured_steps(run_dir).get(strategy, [])
+        for tag, times in (("measured", measured[strategy]), ("simulated", simulated)):
+            if times:
+                out.append({"kind": "host", "platform": f"this host ({clock} clock)" if tag == "simulated"
+                            else "this host", "strategy": strategy, "ranks": 2, "bytes": "",
+                            "sync_s": "", "step_s": statistics.median(times), "recovery_s": "", "tag": tag})
+    return out
+
+
+def _host_config(info: dict, strategy: str) -> RunConfig:
+    base = info.get("config", {})
+    names = RunConfig.__dataclass_fields__
+    fields = {k: v for k, v in base.items() if k in names}
+    fields.update(strategy=strategy, scenario="none")
+    return RunConfig(**fields)
+
+
+def model_bytes(info: dict) -> int:
+    """The run's gradient buffer: the MLP's float32 parameters."""
+    from mpibench.engine.model import Shapes
+
+    c = {**RunConfig().as_dict(), **info.get("config", {})}
+    return 4 * Shapes(c["features"], c["hidden"], c["classes"]).n_params
+
+
+def predict(folder: Path, plat: Platform, work: Path, sizes=None) -> list[dict]:
+    """Every row of simulated.csv for the run in ``folder``."""
+    info, cal = read_run(folder)
+    batch = {**RunConfig().as_dict(), **info.get("config", {})}["batch_size"]
+    rows = []
+    for nbytes in sizes or (model_bytes(info), 100 << 20):
+        rows += scale_rows(plat, cal, nbytes, batch)
+    return rows + host_rows(folder, info, cal, work)
+
+
+def write_rows(folder: Path, rows: list[dict]) -> Path:
+    log = CsvLog(str(folder / "simulated.csv"), COLUMNS)
+    for row in rows:
+        log.write(row)
+    log.close()
+    return folder / "simulated.csv"

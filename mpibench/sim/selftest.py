@@ -1,0 +1,50 @@
+"""The self-test on the simulated engine: the same trials, judged by the same rules.
+
+Every trial of :func:`mpibench.drive.selftest.trials` (the known-bad
+reductions, the equal-batch controls that must *not* be caught, the honest
+controls with and without faults) runs as a simulated case
+(:func:`mpibench.sim.cases.run_case_sim`) and is judged by the real
+self-test's :func:`~mpibench.drive.selftest.verdict`, so a catch reads the same
+("caught by X at step s") on both engines and the steps can be compared.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpibench.drive.selftest import Trial, folder, trials, verdict
+
+from .cases import run_case_sim
+from .jobs import SimSettings
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    trial: Trial
+    ok: bool
+    text: str  # "caught by X at step s", "all invariants held: ...", or what failed
+    first_violation: str  # "STEP INVARIANT" or ""
+    wall_s: float
+
+
+def run_trial(trial: Trial, out: Path, settings: SimSettings = SimSettings()) -> TrialResult:
+    where = folder(out, trial)
+    shutil.rmtree(where, ignore_errors=True)
+    outcome = run_case_sim(trial.case(), where, settings)
+    ok, text = verdict(trial, outcome, where / "run" / "invariants.csv")
+    return TrialResult(trial, ok, text, outcome.first_violation if outcome.outcome == "violation" else "",
+                       outcome.job.wall_s)
+
+
+def run_selftest_sim(out: Path, settings: SimSettings = SimSettings(), labels=None) -> list[TrialResult]:
+    """Every trial (or those named in ``labels``), one line each on stdout."""
+    results = []
+    for trial in trials():
+        if labels is not None and trial.label not in labels:
+            continue
+        result = run_trial(trial, out, settings)
+        mark = "ok  " if result.ok else "FAIL"
+        print(f"{mark} [simulated] {trial.label:<28} {result.text} ({result.wall_s:.2f} s)", flush=True)
+        results.append(result)
+    return results

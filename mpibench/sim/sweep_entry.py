@@ -1,0 +1,94 @@
+"""What ``sweep --engine sim`` does: check the request, plan the cases, run them simulated, report."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpibench.base.config import UsageError
+
+from .jobs import TAG
+
+
+@dataclass(frozen=True)
+class SimSweepRequest:
+    seeds: int
+    workers: tuple[int, ...]
+    strategies: tuple[str, ...]
+    steps: int
+    first_seed: int
+    swarm: bool
+    exhaustive: bool
+    engine: str
+    mutant: str | None
+    shrink_runs: int
+    case_deadline_s: float
+    time_budget_min: float | None
+    mpiexec: str | None  # "": do not replay findings on MPI; None: the default launcher
+    out: object  # the validated OutRequest
+
+
+def _plan(r: SimSweepRequest):
+    extra = ("--mutant", r.mutant) if r.mutant else ()
+    if r.exhaustive:
+        from .exhaustive import ExhaustivePlan
+
+        workers = r.workers if r.workers != (2, 3, 5, 8) else (2, 3, 4)  # the sweep's default means "small"
+        if max(workers) > 4:
+            raise UsageError(f"--exhaustive enumerates worlds of at most 4 workers, got {max(workers)}")
+        steps = 4 if r.steps == 10 else max(r.steps, 4)  # the sweep's default 10 means "the plan's own"
+        plan = ExhaustivePlan(workers=workers, strategies=r.strategies, steps=steps)
+        cases = plan.cases()
+        if extra:
+            from dataclasses import replace
+
+            cases = (replace(c, extra=c.extra + extra) for c in cases)
+        return cases, plan.count(), {"plan": "exhaustive", "workers": list(workers)}
+    from mpibench.drive.sweep import SweepPlan
+
+    plan = SweepPlan(None if r.time_budget_min else r.seeds, r.workers, r.strategies, r.steps, r.first_seed,
+                     extra, r.swarm)
+    total = None if r.time_budget_min else len(plan.cases())
+    return plan.stream(), total, {"plan": "swarm" if r.swarm else "random", "workers": list(r.workers)}
+
+
+def sim_sweep_command(r: SimSweepRequest) -> int:
+    """Exit 0 when every case held every invariant, 1 otherwise (3: the replays could not launch)."""
+    if r.engine != "sim":
+        raise UsageError("--exhaustive needs --engine sim")
+    from mpibench.drive.launch import LaunchError, launcher_argv, preflight
+    from mpibench.job.outdir import OutDirError, resolve
+
+    from .process import install
+    from .sweep import run_sim_sweep, write_summary
+
+    install()
+    cases, total, what = _plan(r)
+    mpiexec = None
+    if r.mpiexec != "":
+        try:
+            preflight(r.mpiexec, max(r.workers))
+        except LaunchError as exc:  # the replays need the launcher: "could not run", never a pass
+            print(f"mpibench: could not run: {exc}", file=sys.stderr, flush=True)
+            return 3
+        mpiexec = launcher_argv(r.mpiexec)
+    try:
+        out = Path(resolve(r.out))
+    except OutDirError as exc:
+        raise UsageError(str(exc)) from None
+    start = time.perf_counter()
+    print(f"sweep [{TAG}]: {total if total is not None else 'open-ended'} case(s), {what['plan']} plan -> {out}",
+          flush=True)
+    outcomes, findings, run_s = run_sim_sweep(
+        cases, out, shrink_runs=r.shrink_runs, deadline_s=r.case_deadline_s, mpiexec=mpiexec, total=total,
+        time_budget_s=r.time_budget_min * 60 if r.time_budget_min else None)
+    line = write_summary(out, outcomes, findings, run_s, time.perf_counter() - start,
+                         {**what, "strategies": list(r.strategies), "replayed_on_mpi": mpiexec is not None})
+    print(line, flush=True)
+    for f in findings:
+        print(f"  {f.outcome.case.case_id}: {f.outcome.outcome} {f.outcome.first_violation} [{f.on_mpi}]\n"
+              f"    simulated replay: {f.outcome.replay}\n"
+              + (f"    minimal: {f.outcome.minimal}\n" if f.outcome.minimal else "")
+              + (f"    MPI replay: {f.mpi.replay}" if f.mpi else ""), flush=True)
+    return 0 if not findings else 1

@@ -1,0 +1,137 @@
+"""Small simulated worlds that pin down the ULFM semantics mpibench relies on (see test_sim_world)."""
+import json
+import os
+import signal
+import sys
+
+import numpy as np
+
+from mpibench.sim.process import run_world
+from mpibench.sim.world import Options
+
+out = {}
+
+
+def world(ranks, body, **kw):
+    got = {}
+
+    def wrapped():
+        from mpi4py import MPI
+        got[MPI.COMM_WORLD.Get_rank()] = body(MPI, MPI.COMM_WORLD)
+        return 0
+    result = run_world(ranks, wrapped, **kw)
+    return got, result
+
+
+def ring(MPI, comm):
+    r, p = comm.Get_rank(), comm.Get_size()
+    send, recv = np.full(4, r, np.float32), np.zeros(4, np.float32)
+    reqs = [comm.Irecv(recv, (r - 1) % p, 5), comm.Isend(send, (r + 1) % p, 5)]
+    while not MPI.Request.Testall(reqs):
+        pass
+    return float(recv[0])
+
+
+def dead_peer(MPI, comm):
+    if comm.Get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    buf = np.zeros(1)
+    try:
+        comm.Recv(buf, source=1)
+        return "received"
+    except MPI.Exception as exc:
+        return exc.Get_error_class()
+
+
+def revoked(MPI, comm):
+    if comm.Get_rank() == 0:
+        comm.Revoke()
+        return "revoker"
+    buf = np.zeros(1)
+    try:
+        comm.Recv(buf, source=0)  # never sent: only the revoke releases it
+        return "received"
+    except MPI.Exception as exc:
+        return exc.Get_error_class()
+
+
+def agree_shrink(MPI, comm):
+    if comm.Get_rank() == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    first = None
+    try:
+        comm.Agree(1)
+    except MPI.Exception as exc:
+        first = exc.Get_error_class()
+    comm.Ack_failed()
+    flag = comm.Agree(1 if comm.Get_rank() else 0)
+    small = comm.Shrink()
+    return [first, flag, small.Get_size(), small.allgather(comm.Get_rank())]
+
+
+def stuck(MPI, comm):
+    if comm.Get_rank() == 0:
+        comm.Barrier()  # the other never comes: a simulated hang, detected, not waited for
+    return "left"
+
+
+def spawned(MPI, comm):
+    inter = comm.Spawn(sys.executable, args=[], maxprocs=1)
+    merged = inter.Merge(high=False)
+    return merged.allgather(os.getpid())
+
+
+def refused(MPI, comm):
+    try:
+        comm.Spawn(sys.executable, args=[], maxprocs=1)
+        return "spawned"
+    except MPI.Exception as exc:
+        return exc.Get_error_class()
+
+
+def lost(MPI, comm, apart):
+    merged = comm.Spawn(sys.executable, args=[], maxprocs=1).Merge(high=False)
+    if apart and comm.Get_rank() == 1:
+        import time
+        time.sleep(1.0)  # the launched job's last process dies alone, a second after the first
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def lost_child():
+    from mpi4py import MPI
+    merged = MPI.Comm.Get_parent().Merge(high=True)
+    try:
+        merged.Agree(1)
+        return 0
+    except MPI.Exception:
+        return 7  # told of the failure
+
+
+def child():
+    from mpi4py import MPI
+    merged = MPI.Comm.Get_parent().Merge(high=True)
+    merged.allgather(os.getpid())
+    return 0
+
+
+got, res = world(3, ring)
+out["ring"] = got
+got, res = world(2, dead_peer)
+out["dead_peer"], out["dead_peer_codes"] = got, res.codes
+got, res = world(2, revoked)
+out["revoked"] = got
+got, res = world(3, agree_shrink)
+out["agree_shrink"] = got
+got, res = world(2, stuck)
+out["stuck"], out["stuck_deadlocked"] = got, res.deadlocked
+got, res = world(2, spawned, spawn_body=child)
+out["spawned"], out["spawned_count"] = got, res.spawned
+got, res = world(2, refused, spawn_body=child, options=Options(spawn_slots=0))
+out["spawn_refused"] = got
+for apart in (False, True):
+    res = run_world(2, lambda apart=apart: lost(__import__("mpi4py").MPI, __import__("mpi4py").MPI.COMM_WORLD, apart),
+                    spawn_body=lost_child)
+    out[f"lost_apart_{apart}"] = {"codes": res.codes, "deadlocked": res.deadlocked}
+times = [world(3, ring)[1].virtual_s for _ in range(2)]
+out["virtual_times"] = times
+print("RESULT " + json.dumps(out, default=str))
