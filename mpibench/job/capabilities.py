@@ -29,6 +29,7 @@ from .launcher_seen import read_launcher
 
 WORKS = "available"
 NO_SLOT = "no free slot"
+SIMULATED = "simulated"  # mpibench.sim: all p ranks in one process on a virtual clock
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ class Capabilities:
 
 
 def mpi_family(library: str) -> str:
+    if library.startswith("mpibench simulated MPI"):
+        return SIMULATED
     if "Open MPI" in library:
         return "Open MPI"
     if any(word in library for word in ("MPICH", "Intel(R) MPI", "MVAPICH", "CRAY MPICH")):
@@ -109,9 +112,10 @@ def probe(world: MPI.Comm, spawn_needed: bool) -> Capabilities:
     library = MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0]
     family = mpi_family(library)
     fault_tolerance = all(active for _, (active, _) in seen)
-    recoverable = family == "Open MPI" and any(s.recoverable for s, _ in seen)
-    oversubscribe = any(s.oversubscribe for s, _ in seen)
     universe = world.Get_attr(MPI.UNIVERSE_SIZE)
+    # the simulated engine offers what Open MPI offers under its full flags (mpibench.sim)
+    recoverable = family == SIMULATED or (family == "Open MPI" and any(s.recoverable for s, _ in seen))
+    oversubscribe = any(s.oversubscribe for s, _ in seen) or (family == SIMULATED and universe is None)
     hosts = tuple(host_cores(world))
     caps = Capabilities(family, library, world.Get_size(), fault_tolerance, seen[0][1][1], recoverable,
                         oversubscribe, universe, "", _revoke_works(world, family), hosts, seen[0][0].command)

@@ -51,6 +51,14 @@ class Comm:
     def Set_errhandler(self, handler) -> None:
         pass
 
+    def Get_attr(self, keyval):
+        """MPI.UNIVERSE_SIZE: the ranks plus the slots a spawn may fill (None: unlimited, as
+        ``mpirun --oversubscribe``); no other attribute is set."""
+        if keyval != M.UNIVERSE_SIZE:
+            return None
+        slots = self.state.world.options.spawn_slots
+        return None if slots is None else self.Get_size() + slots
+
     def Free(self) -> None:
         self.freed = True
 
