@@ -179,3 +179,18 @@ def test_the_main_job_ends_with_a_sweep_whose_cases_replay(tmp_path):
         in_job = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))
         alone = deterministic(pd.read_csv(folder / "replay" / name, keep_default_na=False))
         assert len(in_job) and in_job.compare(alone).empty, name
+
+
+@pytest.mark.mpi
+def test_a_batch_keeps_a_launched_process_alive_through_every_case(tmp_path):
+    # s0-n3 (shrink) kills two workers: the restored world holds one launched process, at id 0,
+    # and two spawned ones. s1-n3 (respawn) then kills workers 0 and 2 in one step: run as it
+    # stood, only spawned processes would remain and ULFM would never report the deaths (the
+    # default sweep hung there for its full deadline). The batch moves a launched process to id 1.
+    plan = {c.case_id: c for c in SweepPlan(2, (3,), ("ring", "ps"), 16).cases()}
+    cases = [plan["s0-n3-ring"], plan["s0-n3-ps"], plan["s1-n3-ring"]]
+    settings_ = SweepSettings(tmp_path, mpirun_command(), jobs=1, case_deadline_s=60, cases_per_launch=3)
+    outcomes = run_sweep(cases, settings_, stream=open(os.devnull, "w"))
+    assert [o.outcome for o in outcomes] == [OK] * 3, [(o.case.case_id, o.first_violation) for o in outcomes]
+    (batch,) = (tmp_path / "batches").iterdir()  # one launch, never ended early
+    assert "a launched process takes worker id 1" in (batch / "stdout.txt").read_text()
