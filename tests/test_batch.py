@@ -97,11 +97,16 @@ def test_a_batch_that_dies_loses_no_case(tmp_path, monkeypatch, how, outcome, ne
     assert [o.outcome for o in outcomes] == [OK, OK, outcome, OK, OK, OK]
     dead = outcomes[2]
     assert needle in dead.first_violation and "fell over in " + poison in dead.job.stderr_tail
-    assert shlex.split(dead.replay)[-1].endswith(f"{poison}/replay")  # replays alone, with `run`
+    replay = shlex.split(dead.replay)
+    assert replay[replay.index("--out") + 1].endswith(f"{poison}/replay")  # replays alone, with `run`
+    # run again alone (the fake's `run` passes): the finding is the batch's, with the batch's replay
+    assert dead.alone == "batch only (alone: ok)", dead.alone
+    assert "batch" in shlex.split(dead.batch_replay) and dead.batch_replay.endswith("replay-plan.json")
     launches = sorted(p.name for p in (tmp_path / "out" / "batches").iterdir())
     assert len(launches) == 2  # the first batch, then the two cases it had not reached; the 6th ran alone
     findings = pd.read_csv(tmp_path / "out" / "findings.csv", keep_default_na=False)
-    assert list(findings.case) == [poison]
+    assert list(findings.case) == [poison] and list(findings.alone) == [dead.alone]
+    assert list(findings.batch_replay) == [dead.batch_replay]
 
 
 def test_a_case_left_unfinished_by_an_earlier_sweep_is_not_taken_as_done(tmp_path, monkeypatch):

@@ -39,17 +39,17 @@ class LaunchError(RuntimeError):
 def launcher_argv(mpiexec: str | None = None) -> list[str]:
     """The launcher as an argument list: ``mpiexec``, else ``MPIBENCH_MPIEXEC``, else discovered.
 
-    A bare program name is looked up beside this Python too (a virtual
-    environment's ``bin`` need not be on the PATH).
+    A bare program name is looked up on the PATH, then beside this Python (a virtual
+    environment's ``bin`` need not be on the PATH), and given as an absolute path.
     """
     given = (mpiexec or "").strip() or os.environ.get("MPIBENCH_MPIEXEC", "").strip()
     if not given:
         return discovered_launcher()
     argv = shlex.split(given)
-    if argv and os.sep not in argv[0] and shutil.which(argv[0]) is None:
+    if argv:  # absolute, so that every printed command runs as pasted from anywhere
         beside = Path(sys.executable).parent / argv[0]
-        if beside.exists():
-            argv[0] = str(beside)
+        found = argv[0] if os.sep in argv[0] else shutil.which(argv[0]) or (str(beside) if beside.exists() else None)
+        argv[0] = os.path.abspath(found) if found else argv[0]
     return argv
 
 
