@@ -64,7 +64,10 @@ run: $(STAMP)
 	if [ $$status = 2 ]; then exit 2; fi; \
 	$(PY) -m mpibench check $(or $(OUT),mpibench-out/latest)
 
+# The system packages first (quick when present; as root, apt-get installs what is missing):
+# tests that still lack something are named with the reason in pytest's closing summary.
 test: $(STAMP)
+	-@$(MAKE) --no-print-directory system-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
