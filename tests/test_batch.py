@@ -176,6 +176,8 @@ def test_the_main_job_ends_with_a_sweep_whose_cases_replay(tmp_path):
     assert set(sweep.outcome) <= {"ok", "violation"}, sweep  # no crash, no hang
     assert job.returncode == (0 if (sweep.outcome == "ok").all() else 1), job.text[-3000:]  # a finding fails the job
     assert info["cases"] == len(sweep) and info["swarm"] and "sweep of" in job.stdout
+    # a planned case the budget never reached leaves no folder that looks like lost results
+    assert sorted(p.name for p in (tmp_path / "sweep-cases").iterdir()) == sorted(sweep.case)
     first = sweep.iloc[0]
     replay = run_job(shlex.split(first.replay), tmp_path / "replay-log", 120)
     assert replay.returncode == 0, replay.stderr_tail[-2000:]
