@@ -201,3 +201,17 @@ def test_a_batch_keeps_a_launched_process_alive_through_every_case(tmp_path):
     assert [o.outcome for o in outcomes] == [OK] * 3, [(o.case.case_id, o.first_violation) for o in outcomes]
     (batch,) = (tmp_path / "batches").iterdir()  # one launch, never ended early
     assert "a launched process takes worker id 1" in (batch / "stdout.txt").read_text()
+
+
+def test_a_stopped_sweep_leaves_no_folder_of_a_case_it_never_began(tmp_path):
+    from mpibench.drive.batching import remove_unreached
+
+    cases = tmp_path / "cases"
+    for name, files in {"begun": ["schedule.toml", "run/"], "finished": ["schedule.toml"],
+                        "never-begun": ["schedule.toml"], "empty": [], "notes": ["notes.txt"]}.items():
+        (cases / name).mkdir(parents=True)
+        for f in files:
+            (cases / name / f.rstrip("/")).mkdir() if f.endswith("/") else (cases / name / f).write_text("x")
+    assert remove_unreached(tmp_path, {"finished"}) == ["empty", "never-begun"]
+    assert sorted(p.name for p in cases.iterdir()) == ["begun", "finished", "notes"]
+    assert remove_unreached(tmp_path / "no-sweep-here", set()) == []

@@ -127,6 +127,19 @@ def run_batch(batch: Batch, out: Path, mpiexec: list[str], case_deadline_s: floa
     return outcomes, rest
 
 
+def remove_unreached(out: Path, done: set[str]) -> list[str]:
+    """Remove the folders of cases no launch began (only the schedule the driver wrote is in
+    them): kept, they would look like cases whose results went missing. Returns their ids."""
+    import shutil
+
+    removed = []
+    for folder in sorted((out / "cases").glob("*/")):
+        if folder.name not in done and {p.name for p in folder.iterdir()} <= {"schedule.toml"}:
+            shutil.rmtree(folder)
+            removed.append(folder.name)
+    return removed
+
+
 def launch_began(runs: list[Path]) -> bool:
     """Whether the batch job began any case (each case makes its output folder first)."""
     return any(r.exists() for r in runs)

@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 
 from .alone import BATCH_ONLY, rerun_alone
-from .batching import BatchQueue, case_folder, run_batch, run_queue
+from .batching import BatchQueue, case_folder, remove_unreached, run_batch, run_queue
 from .cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
 from .launch import launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
@@ -118,7 +118,10 @@ def run_sweep(cases: Iterable[Case], settings: SweepSettings, stream=None, total
     def run(batch):
         return run_batch(batch, settings.out, settings.mpiexec, settings.case_deadline_s)
 
-    run_queue(queue, settings.jobs, run, record)
+    try:
+        run_queue(queue, settings.jobs, run, record)
+    finally:  # stopped early (budget, interrupt): a case never begun leaves no folder behind
+        remove_unreached(settings.out, set(done))
     progress.finish()
     outcomes = in_plan_order(done, queue)
     for outcome in outcomes:
