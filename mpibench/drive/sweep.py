@@ -1,9 +1,11 @@
-"""The randomized fault sweep: many seeded schedules, one MPI job each.
+"""The randomized fault sweep: many seeded schedules, many cases per MPI job.
 
 The plan is every (seed, workers, strategy) triple; the schedule of a case is
 ``random_schedule(seed, workers, steps)`` and its recovery policy alternates
-with the seed, so both policies meet every worker count. Cases run ``--jobs``
-at a time. ``sweep.csv`` is rewritten in plan order after every finished
+with the seed, so both policies meet every worker count. Cases of one worker
+count run in batches (:mod:`mpibench.drive.batching`), ``--jobs`` launches at
+a time; every finding from a batch is run again alone before it is reported
+(:mod:`mpibench.drive.alone`). ``sweep.csv`` is rewritten in plan order after every finished
 case, so an interrupted sweep keeps what it has; a job that crashes, hangs
 past its deadline or exits with an unexpected status is a finding with its
 stderr tail in ``findings.csv``, never a dropped row; ``sweep.json`` holds the
