@@ -36,6 +36,7 @@ from .sweep import SweepPlan, SweepSettings, summary_text, write_sweep_json, wri
 # Reads a ``run`` argument list as ``run`` does: (config, --out, --mutant).
 RunArgsReader = Callable[[list[str]], tuple[RunConfig, str, "str | None"]]
 
+NOT_ALONE = "not yet run alone (found inside the main job): its replay command runs it alone"
 DEFAULT_BUDGET_S = 45.0
 MAX_CASES = 36
 STEPS = 6
@@ -102,6 +103,9 @@ def judge_job_sweep(sweep: JobSweep, comm, out: str, results, until: float | Non
             outcomes.append(judge(case, run_dir, status, replay_command(list(sweep.mpiexec), case, run_dir.parent),
                                   in_batch=True))
     unrun = remove_unrun(sweep.outs, ran)
+    for outcome in outcomes:  # a job cannot launch another mpirun from inside its own
+        if outcome.outcome != OK:
+            outcome.alone = NOT_ALONE
     wall_s = time.time() - (until - sweep.budget_s) if until is not None else 0.0
     folder = Path(out)
     settings = SweepSettings(folder, list(sweep.mpiexec), 1, 0.0, 0, len(sweep.cases), sweep.budget_s)
