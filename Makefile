@@ -77,7 +77,10 @@ run: $(STAMP)
 	$(PY) -m mpibench check $(or $(OUT),mpibench-out/latest) || exit $$?; \
 	if [ $$status = 4 ]; then exit 4; fi
 
+# The system packages first (quick when present; as root, apt-get installs what is missing):
+# tests that still lack something are named with the reason in pytest's closing summary.
 test: $(STAMP)
+	-@$(MAKE) --no-print-directory system-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-slow: $(STAMP)

@@ -30,6 +30,12 @@ from . import ulfm
 from .ulfm import settle
 
 ENTRY = ["-m", "mpibench", "_replacement"]
+_spawned = False  # this process joined through join(); Get_parent() is freed there
+
+
+def was_spawned() -> bool:
+    """Whether this process was started by survivors' ``Spawn`` rather than by the launcher."""
+    return _spawned
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,8 @@ def spawn(comm: MPI.Comm, count: int, payload) -> tuple[MPI.Comm, object]:
 
 def join() -> tuple[MPI.Comm, object]:
     """In a replacement: merge with the survivors and receive the payload."""
+    global _spawned
+    _spawned = True
     parent = MPI.Comm.Get_parent()
     if parent == MPI.COMM_NULL:
         raise RuntimeError("the replacement entry is started by survivors (MPI Spawn), not by hand")

@@ -69,18 +69,18 @@ def main(hosts, ranks_per_host, out, timeout_s, net_partition, net_seed, hold_s,
         raise click.UsageError("--hosts and --ranks-per-host must be at least 1")
     if net_partition and ("--scenario" in args or args[0] != "run"):
         raise click.UsageError("--net-partition runs `run` with its own schedule: leave out --scenario")
-    why = netns.unavailable()
-    if why:
-        click.echo(f"testbed: cannot run: {why}", err=True)
-        sys.exit(3)
     steps = int(_option(args, "--steps", "24"))
     partition = None
-    if net_partition:
+    if net_partition:  # bad usage is judged before the tools: it is bad on any machine
         seed = net_seed if net_seed is not None else int(_option(args, "--seed", "0"))
         try:
             partition = netfault.draw(seed, hosts, steps, hold_s)
         except ValueError as exc:
             raise click.UsageError(str(exc))
+    why = netns.unavailable()
+    if why:
+        click.echo(f"testbed: cannot run: {why}", err=True)
+        sys.exit(3)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))  # teardown runs on SIGTERM too
     placement = Placement(hosts, ranks_per_host)
     with netns.Testbed(hosts) as testbed, tempfile.TemporaryDirectory(prefix=testbed.name) as tmp:

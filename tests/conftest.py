@@ -1,4 +1,33 @@
+"""Shared by every test: the tests folder on the import path, and a closing summary that
+says, one line per reason, which tests did not run and why (a skip is never silent)."""
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+SUMMARY_TITLE = "tests that did not run, and why"
+
+
+def skip_reason(report) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def skip_lines(reports) -> list[str]:
+    """One line per reason: how many tests, in which files, and the reason."""
+    groups: dict[str, list[str]] = {}
+    for report in reports:
+        groups.setdefault(skip_reason(report), []).append(report.nodeid.split("::")[0])
+    return [f"{len(files)} skipped ({', '.join(sorted(set(files)))}): {reason}"
+            for reason, files in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    reports = [r for r in terminalreporter.stats.get("skipped", []) if r.when in ("setup", "call")]
+    if not reports:
+        return
+    terminalreporter.section(SUMMARY_TITLE)
+    for line in skip_lines(reports):
+        terminalreporter.write_line(line)
+    terminalreporter.write_line("(make system-deps installs the system packages these need, as root)")

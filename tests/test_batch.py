@@ -97,11 +97,16 @@ def test_a_batch_that_dies_loses_no_case(tmp_path, monkeypatch, how, outcome, ne
     assert [o.outcome for o in outcomes] == [OK, OK, outcome, OK, OK, OK]
     dead = outcomes[2]
     assert needle in dead.first_violation and "fell over in " + poison in dead.job.stderr_tail
-    assert shlex.split(dead.replay)[-1].endswith(f"{poison}/replay")  # replays alone, with `run`
+    replay = shlex.split(dead.replay)
+    assert replay[replay.index("--out") + 1].endswith(f"{poison}/replay")  # replays alone, with `run`
+    # run again alone (the fake's `run` passes): the finding is the batch's, with the batch's replay
+    assert dead.alone == "batch only (alone: ok)", dead.alone
+    assert "batch" in shlex.split(dead.batch_replay) and dead.batch_replay.endswith("replay-plan.json")
     launches = sorted(p.name for p in (tmp_path / "out" / "batches").iterdir())
     assert len(launches) == 2  # the first batch, then the two cases it had not reached; the 6th ran alone
     findings = pd.read_csv(tmp_path / "out" / "findings.csv", keep_default_na=False)
-    assert list(findings.case) == [poison]
+    assert list(findings.case) == [poison] and list(findings.alone) == [dead.alone]
+    assert list(findings.batch_replay) == [dead.batch_replay]
 
 
 def test_a_case_left_unfinished_by_an_earlier_sweep_is_not_taken_as_done(tmp_path, monkeypatch):
@@ -171,6 +176,8 @@ def test_the_main_job_ends_with_a_sweep_whose_cases_replay(tmp_path):
     assert set(sweep.outcome) <= {"ok", "violation"}, sweep  # no crash, no hang
     assert job.returncode == (0 if (sweep.outcome == "ok").all() else 1), job.text[-3000:]  # a finding fails the job
     assert info["cases"] == len(sweep) and info["swarm"] and "sweep of" in job.stdout
+    # a planned case the budget never reached leaves no folder that looks like lost results
+    assert sorted(p.name for p in (tmp_path / "sweep-cases").iterdir()) == sorted(sweep.case)
     first = sweep.iloc[0]
     replay = run_job(shlex.split(first.replay), tmp_path / "replay-log", 120)
     assert replay.returncode == 0, replay.stderr_tail[-2000:]
@@ -179,3 +186,32 @@ def test_the_main_job_ends_with_a_sweep_whose_cases_replay(tmp_path):
         in_job = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))
         alone = deterministic(pd.read_csv(folder / "replay" / name, keep_default_na=False))
         assert len(in_job) and in_job.compare(alone).empty, name
+
+
+@pytest.mark.mpi
+def test_a_batch_keeps_a_launched_process_alive_through_every_case(tmp_path):
+    # s0-n3 (shrink) kills two workers: the restored world holds one launched process, at id 0,
+    # and two spawned ones. s1-n3 (respawn) then kills workers 0 and 2 in one step: run as it
+    # stood, only spawned processes would remain and ULFM would never report the deaths (the
+    # default sweep hung there for its full deadline). The batch moves a launched process to id 1.
+    plan = {c.case_id: c for c in SweepPlan(2, (3,), ("ring", "ps"), 16).cases()}
+    cases = [plan["s0-n3-ring"], plan["s0-n3-ps"], plan["s1-n3-ring"]]
+    settings_ = SweepSettings(tmp_path, mpirun_command(), jobs=1, case_deadline_s=60, cases_per_launch=3)
+    outcomes = run_sweep(cases, settings_, stream=open(os.devnull, "w"))
+    assert [o.outcome for o in outcomes] == [OK] * 3, [(o.case.case_id, o.first_violation) for o in outcomes]
+    (batch,) = (tmp_path / "batches").iterdir()  # one launch, never ended early
+    assert "a launched process takes worker id 1" in (batch / "stdout.txt").read_text()
+
+
+def test_a_stopped_sweep_leaves_no_folder_of_a_case_it_never_began(tmp_path):
+    from mpibench.drive.batching import remove_unreached
+
+    cases = tmp_path / "cases"
+    for name, files in {"begun": ["schedule.toml", "run/"], "finished": ["schedule.toml"],
+                        "never-begun": ["schedule.toml"], "empty": [], "notes": ["notes.txt"]}.items():
+        (cases / name).mkdir(parents=True)
+        for f in files:
+            (cases / name / f.rstrip("/")).mkdir() if f.endswith("/") else (cases / name / f).write_text("x")
+    assert remove_unreached(tmp_path, {"finished"}) == ["empty", "never-begun"]
+    assert sorted(p.name for p in cases.iterdir()) == ["begun", "finished", "notes"]
+    assert remove_unreached(tmp_path / "no-sweep-here", set()) == []

@@ -8,7 +8,7 @@ find the project by themselves.
 
 Without Slurm these tests skip with the reason; under ``CI=true`` a missing
 Slurm fails them instead, so CI can never pass by skipping. The full main job
-(minutes here) runs only with MPIBENCH_SLURM_FULL=1.
+(minutes here) is marked slow: `make test-slow` runs it, `make test` leaves it out.
 """
 from __future__ import annotations
 
@@ -145,8 +145,7 @@ def test_fault_run_with_embedded_mpirun(submit, tasks, args):
 
 
 @pytest.mark.slurm
-@pytest.mark.skipif(os.environ.get("MPIBENCH_SLURM_FULL") != "1",
-                    reason="the full main job takes minutes here; set MPIBENCH_SLURM_FULL=1")
+@pytest.mark.slow  # the full main job takes minutes here: `make test-slow` runs it (never a silent skip)
 def test_full_main_job(submit):
     job = submit("mpibench.sbatch", *SMALL, tasks=4, timeout_s=500)
     assert job.returncode == 0, job.text

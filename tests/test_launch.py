@@ -20,10 +20,20 @@ def test_without_a_launcher_given_the_environments_mpirun_gets_the_makefile_flag
     assert argv == [str(beside), *launch.OPEN_MPI_FLAGS]
 
 
-def test_a_given_launcher_is_used_as_given(monkeypatch):
-    monkeypatch.setenv("MPIBENCH_MPIEXEC", "srun --mpi=pmix")
-    assert launch.launcher_argv(None) == ["srun", "--mpi=pmix"]
+def test_a_given_launcher_is_used_as_given_by_its_absolute_path(monkeypatch, tmp_path):
+    # The launcher's arguments as given; the program by its absolute path, so that every
+    # printed command runs as pasted in a shell whose PATH lacks it.
+    tool = tmp_path / "bin" / "site-launcher"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("MPIBENCH_MPIEXEC", "site-launcher --mpi=pmix")
+    assert launch.launcher_argv(None) == [str(tool), "--mpi=pmix"]
     assert launch.launcher_argv("mpiexec -x FOO")[1:] == ["-x", "FOO"]
+    assert launch.launcher_argv("no-such-launcher -n") == ["no-such-launcher", "-n"]  # preflight names it
+    monkeypatch.chdir(tmp_path)
+    assert launch.launcher_argv("bin/site-launcher") == [str(tool)]  # a relative path too
 
 
 @pytest.mark.parametrize("launcher,needle", [("/no/such/mpirun", "no launcher"), ("false", "exited 1")])

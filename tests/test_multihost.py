@@ -370,7 +370,10 @@ def test_parts_of_a_dead_testbed_are_found_and_removed():
     ("jobs/testbed.py", ["--hosts", "1", "--net-partition", "--", "run"]),
     ("benchmarks/multihost.py", ["--host-counts", "two"]),
 ])
-def test_scripts_refuse_bad_usage_in_one_line(script, args):
-    done = subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True)
+@pytest.mark.parametrize("path", [None, "/usr/bin:/bin"], ids=["tools-on-path", "no-sbin-tools"])
+def test_scripts_refuse_bad_usage_in_one_line(script, args, path):
+    # Bad usage is bad on any machine: judged before the tools (nft, ip in /usr/sbin) are looked for.
+    env = dict(os.environ, PATH=path) if path else None
+    done = subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True, env=env)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr

@@ -182,3 +182,53 @@ def test_a_case_a_batch_never_reached_is_blamed_on_the_launch_only_if_nothing_be
     result = judge(case, never_made, JobResult(213, 0.1, 10, "", "listener failed"), "replay", in_batch=True,
                    launch_started=launch_started)
     assert result.outcome == CRASH and needle in result.first_violation
+
+
+def pasted_env() -> dict:
+    """A shell as a user would paste into: no virtual environment on the PATH, root's two
+    Open MPI variables kept."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    env.update({k: v for k, v in os.environ.items() if k in ("OMPI_ALLOW_RUN_AS_ROOT",
+                                                            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")})
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def paste(command: str, cwd, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, env=pasted_env(), capture_output=True,
+                          text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+@pytest.mark.mpi
+def test_every_printed_command_runs_as_pasted_from_anywhere(tmp_path, monkeypatch):
+    from mpibench.drive.launch import launcher_argv
+
+    # A relative --out and a launcher named bare, as a user would give them; two planted
+    # violations in one batch, so that findings.csv and the batch's replay are printed too.
+    monkeypatch.chdir(tmp_path)
+    launcher = launcher_argv(shlex.join(["mpirun", *mpirun_command()[1:]]))
+    cases = SweepPlan(1, (4,), ("ring", "ps"), 8, first_seed=24,
+                      extra=("--mutant", "unweighted", "--samples", "100")).cases()
+    settings = SweepSettings("rel-out", launcher, jobs=1, case_deadline_s=60, shrink_runs=0, cases_per_launch=2)
+    outcomes = run_sweep(cases, settings, stream=open(os.devnull, "w"))
+    assert [o.outcome for o in outcomes] == [VIOLATION] * 2, summary_text(outcomes, 1)
+    assert [o.alone for o in outcomes] == ["reproduced alone"] * 2  # each run again alone first
+    sweep = pd.read_csv(tmp_path / "rel-out" / "sweep.csv", keep_default_na=False)
+    findings = pd.read_csv(tmp_path / "rel-out" / "findings.csv", keep_default_na=False)
+    assert list(findings.replay) == list(sweep.replay) and list(findings.alone) == list(sweep.alone)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first = sweep.iloc[0]
+    batch_again = paste(first.batch_replay, elsewhere)
+    assert batch_again.returncode == 0, batch_again.stderr[-2000:]
+    for row in sweep.itertuples():
+        again = paste(row.replay, elsewhere)
+        assert again.returncode == 1 and "equivalence" in again.stdout, again.stderr[-2000:]
+        folder = tmp_path / "rel-out" / "cases" / row.case
+        batch_replay = shlex.split(first.batch_replay)[-1].replace("replay-plan.json", f"replay/{row.case}/run")
+        for name in ("steps.csv", "invariants.csv", "faults.csv"):
+            recorded = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))
+            for pasted in (folder / "replay", batch_replay):
+                rows = deterministic(pd.read_csv(os.path.join(pasted, name), keep_default_na=False))
+                assert len(recorded) and recorded.compare(rows).empty, f"{row.case} {name} from {pasted}"

@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .alone import write_batch_replay
 from .cases import STATUS_FILE, Case, Outcome, batch_case_job, judge, replay_command, run_case, write_case
 from .launch import kill_all, mpibench_command, run_job_once_more_if_unstarted
 
@@ -119,7 +120,24 @@ def run_batch(batch: Batch, out: Path, mpiexec: list[str], case_deadline_s: floa
     job = run_job_once_more_if_unstarted(cmd, folder, case_deadline_s * len(batch.cases),
                                          started=lambda: launch_began(runs),
                                          stalled=_stall_watch(runs, case_deadline_s))
-    return salvage(batch, runs, job, mpiexec, case_deadline_s)
+    outcomes, rest = salvage(batch, runs, job, mpiexec, case_deadline_s)
+    again = write_batch_replay(folder, batch.workers, entries, mpiexec)
+    for outcome in outcomes:
+        outcome.batch_replay = again
+    return outcomes, rest
+
+
+def remove_unreached(out: Path, done: set[str]) -> list[str]:
+    """Remove the folders of cases no launch began (only the schedule the driver wrote is in
+    them): kept, they would look like cases whose results went missing. Returns their ids."""
+    import shutil
+
+    removed = []
+    for folder in sorted((out / "cases").glob("*/")):
+        if folder.name not in done and {p.name for p in folder.iterdir()} <= {"schedule.toml"}:
+            shutil.rmtree(folder)
+            removed.append(folder.name)
+    return removed
 
 
 def launch_began(runs: list[Path]) -> bool:

@@ -59,6 +59,8 @@ class Outcome:
     job: JobResult
     faults_injected: dict = field(default_factory=dict)  # kind -> count from faults.csv
     minimal: str = ""
+    batch_replay: str = ""  # the case ran in a batch: the command that runs that batch again
+    alone: str = ""  # a finding from a batch, run again alone (mpibench.drive.alone)
 
     def row(self) -> dict:
         c = self.case
@@ -66,8 +68,8 @@ class Outcome:
                 "recovery": c.recovery, "faults": fault_text(c.schedule), "steps": self.steps,
                 "checks": self.checks, "violations": self.violations,
                 "first_violation": self.first_violation, "replay": self.replay,
-                "outcome": self.outcome, "minimal_replay": self.minimal,
-                "case_time_s": round(self.job.wall_s, 3)}
+                "outcome": self.outcome, "minimal_replay": self.minimal, "alone": self.alone,
+                "batch_replay": self.batch_replay, "case_time_s": round(self.job.wall_s, 3)}
 
 
 def stderr_gist(text: str, chars: int = 240) -> str:
@@ -95,7 +97,10 @@ def write_case(case: Case, folder: Path) -> Path:
 
 
 def replay_command(mpiexec: list[str], case: Case, folder: Path, out_name: str = "replay") -> str:
-    args = case.run_args(folder / "schedule.toml", folder / out_name)
+    """The case's own ``run`` job as one command line that runs as pasted from any directory
+    (absolute paths; ``--force``: pasted again, it replaces its own earlier replay)."""
+    folder = Path(folder).absolute()
+    args = case.run_args(folder / "schedule.toml", folder / out_name) + ["--force"]
     return shlex.join(mpibench_command(mpiexec, case.workers, args))
 
 

@@ -36,6 +36,7 @@ from .sweep import SweepPlan, SweepSettings, summary_text, write_sweep_json, wri
 # Reads a ``run`` argument list as ``run`` does: (config, --out, --mutant).
 RunArgsReader = Callable[[list[str]], tuple[RunConfig, str, "str | None"]]
 
+NOT_ALONE = "not yet run alone (found inside the main job): its replay command runs it alone"
 DEFAULT_BUDGET_S = 45.0
 MAX_CASES = 36
 STEPS = 6
@@ -101,11 +102,32 @@ def judge_job_sweep(sweep: JobSweep, comm, out: str, results, until: float | Non
             status = batch_case_job(run_dir, JobResult(0, 0.0, 0.0, "", ""), last=False)
             outcomes.append(judge(case, run_dir, status, replay_command(list(sweep.mpiexec), case, run_dir.parent),
                                   in_batch=True))
+    unrun = remove_unrun(sweep.outs, ran)
+    for outcome in outcomes:  # a job cannot launch another mpirun from inside its own
+        if outcome.outcome != OK:
+            outcome.alone = NOT_ALONE
     wall_s = time.time() - (until - sweep.budget_s) if until is not None else 0.0
     folder = Path(out)
     settings = SweepSettings(folder, list(sweep.mpiexec), 1, 0.0, 0, len(sweep.cases), sweep.budget_s)
     write_tables(outcomes, folder)
     write_sweep_json(folder, sweep.plan, settings, outcomes, wall_s)
     print(f"sweep of {len(outcomes)} of {len(sweep.cases)} planned random cases "
-          f"(budget {sweep.budget_s:g} s):\n" + summary_text(outcomes, wall_s), flush=True)
+          f"(budget {sweep.budget_s:g} s"
+          + (f"; the {unrun} the budget left out are not kept" if unrun else "") + "):\n"
+          + summary_text(outcomes, wall_s), flush=True)
     return 0 if all(o.outcome == OK for o in outcomes) else 1
+
+
+def remove_unrun(outs: list[str], ran: set[str]) -> int:
+    """Remove the folders of planned cases the budget never reached (they hold only the
+    schedule the planner wrote: kept, they would look like cases whose results went missing).
+    A case that began (its run folder exists) stays, whatever became of it."""
+    import shutil
+
+    removed = 0
+    for own in outs:
+        run_dir = Path(own)
+        if own not in ran and not run_dir.exists() and run_dir.parent.is_dir():
+            shutil.rmtree(run_dir.parent)
+            removed += 1
+    return removed

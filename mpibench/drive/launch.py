@@ -38,17 +38,17 @@ class LaunchError(RuntimeError):
 def launcher_argv(mpiexec: str | None = None) -> list[str]:
     """The launcher as an argument list: ``mpiexec``, else ``MPIBENCH_MPIEXEC``, else discovered.
 
-    A bare program name is looked up beside this Python too (a virtual
-    environment's ``bin`` need not be on the PATH).
+    A bare program name is looked up on the PATH, then beside this Python (a virtual
+    environment's ``bin`` need not be on the PATH), and given as an absolute path.
     """
     given = (mpiexec or "").strip() or os.environ.get("MPIBENCH_MPIEXEC", "").strip()
     if not given:
         return discovered_launcher()
     argv = shlex.split(given)
-    if argv and os.sep not in argv[0] and shutil.which(argv[0]) is None:
+    if argv:  # absolute, so that every printed command runs as pasted from anywhere
         beside = Path(sys.executable).parent / argv[0]
-        if beside.exists():
-            argv[0] = str(beside)
+        found = argv[0] if os.sep in argv[0] else shutil.which(argv[0]) or (str(beside) if beside.exists() else None)
+        argv[0] = os.path.abspath(found) if found else argv[0]
     return argv
 
 
@@ -108,8 +108,22 @@ def job_env() -> dict:
     return env
 
 
+# Variables that choose the numeric kernels (BLAS core type, threads, NumPy's CPU features):
+# the last bits of every loss and update follow them, so a command that replays rows carries them.
+NUMERIC_ENV_PREFIXES = ("OPENBLAS_", "GOTO", "MKL_", "BLIS_", "OMP_", "NPY_", "VECLIB_")
+
+
+def numeric_env() -> list[str]:
+    """``NAME=VALUE`` of this environment's variables that change computed values."""
+    return sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(NUMERIC_ENV_PREFIXES))
+
+
 def mpibench_command(mpiexec: list[str], ranks: int, args: list[str]) -> list[str]:
-    return [*mpiexec, "-n", str(ranks), sys.executable, "-m", "mpibench", *args]
+    """The job's command line, runnable as pasted: ``env NAME=VALUE`` first for the variables
+    that change computed values (:func:`numeric_env`), so a replay gives the recorded rows."""
+    pinned = numeric_env()
+    prefix = [shutil.which("env") or "/usr/bin/env", *pinned] if pinned else []
+    return [*prefix, *mpiexec, "-n", str(ranks), sys.executable, "-m", "mpibench", *args]
 
 
 @dataclass

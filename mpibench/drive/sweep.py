@@ -1,9 +1,11 @@
-"""The randomized fault sweep: many seeded schedules, one MPI job each.
+"""The randomized fault sweep: many seeded schedules, many cases per MPI job.
 
 The plan is every (seed, workers, strategy) triple; the schedule of a case is
 ``random_schedule(seed, workers, steps)`` and its recovery policy alternates
-with the seed, so both policies meet every worker count. Cases run ``--jobs``
-at a time. ``sweep.csv`` is rewritten in plan order after every finished
+with the seed, so both policies meet every worker count. Cases of one worker
+count run in batches (:mod:`mpibench.drive.batching`), ``--jobs`` launches at
+a time; every finding from a batch is run again alone before it is reported
+(:mod:`mpibench.drive.alone`). ``sweep.csv`` is rewritten in plan order after every finished
 case, so an interrupted sweep keeps what it has; a job that crashes, hangs
 past its deadline or exits with an unexpected status is a finding with its
 stderr tail in ``findings.csv``, never a dropped row; ``sweep.json`` holds the
@@ -24,7 +26,8 @@ from pathlib import Path
 
 import click
 
-from .batching import BatchQueue, case_folder, run_batch, run_queue
+from .alone import BATCH_ONLY, rerun_alone
+from .batching import BatchQueue, case_folder, remove_unreached, run_batch, run_queue
 from .cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
 from .launch import launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
@@ -33,8 +36,9 @@ from mpibench.base.records import SWEEP_COLUMNS, CsvLog
 from mpibench.base.parsing import parse_list
 
 RECOVERIES = ("shrink", "respawn")
-SWEEP_EXTRA_COLUMNS = ["outcome", "minimal_replay", "case_time_s"]
-FINDING_COLUMNS = ["case", "outcome", "first_violation", "exit_status", "stderr_tail", "replay"]
+SWEEP_EXTRA_COLUMNS = ["outcome", "minimal_replay", "alone", "batch_replay", "case_time_s"]
+FINDING_COLUMNS = ["case", "outcome", "first_violation", "exit_status", "alone", "stderr_tail", "replay",
+                   "batch_replay"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,9 @@ class SweepSettings:
     cases_per_launch: int = 1  # 1: one ``run`` job per case; more: batches (mpibench.drive.batching)
     time_budget_s: float | None = None  # stop handing out batches after this long
 
+    def __post_init__(self):
+        self.out = Path(self.out).absolute()  # every printed command runs from any directory
+
 
 # ---------------------------------------------------------------------------- running
 def run_sweep(cases: Iterable[Case], settings: SweepSettings, stream=None, total: int | None = None) -> list[Outcome]:
@@ -113,11 +120,21 @@ def run_sweep(cases: Iterable[Case], settings: SweepSettings, stream=None, total
     def run(batch):
         return run_batch(batch, settings.out, settings.mpiexec, settings.case_deadline_s)
 
-    run_queue(queue, settings.jobs, run, record)
+    try:
+        run_queue(queue, settings.jobs, run, record)
+    finally:  # stopped early (budget, interrupt): a case never begun leaves no folder behind
+        remove_unreached(settings.out, set(done))
     progress.finish()
     outcomes = in_plan_order(done, queue)
     for outcome in outcomes:
-        if outcome.outcome == VIOLATION and settings.shrink_runs > 0:
+        if outcome.outcome != OK and outcome.batch_replay:
+            rerun_alone(outcome, settings.mpiexec, settings.case_deadline_s)
+            stream.write(f"{outcome.case.case_id}: {outcome.outcome} in its batch, run again alone: "
+                         f"{outcome.alone}\n")
+            write_tables(outcomes, settings.out)
+    for outcome in outcomes:
+        if outcome.outcome == VIOLATION and settings.shrink_runs > 0 \
+                and not outcome.alone.startswith(BATCH_ONLY):
             minimise_case(outcome, settings, stream)
     write_tables(outcomes, settings.out)
     return outcomes
@@ -135,7 +152,8 @@ def write_tables(outcomes: list[Outcome], out: Path) -> None:
         if o.outcome != OK:
             findings.write({"case": o.case.case_id, "outcome": o.outcome,
                             "first_violation": o.first_violation,
-                            "exit_status": "" if o.job.hung else o.job.returncode,
+                            "exit_status": "" if o.job.hung else o.job.returncode, "alone": o.alone,
+                            "batch_replay": o.batch_replay if o.alone.startswith(BATCH_ONLY) else "",
                             "stderr_tail": stderr_gist(o.job.stderr_tail) + "\n...\n" + o.job.stderr_tail[-600:],
                             "replay": o.replay})
     sweep.close()
@@ -236,7 +254,9 @@ def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
         if o.outcome != OK:
             gist = (f"\n    stderr: {stderr_gist(o.job.stderr_tail)}" if o.outcome in (CRASH, HANG, NO_VERDICT)
                     else "")
-            lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}{gist}\n    replay: {o.replay}"
+            lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}{gist}"
+                         + (f"\n    {o.alone}" if o.alone else "") + f"\n    replay: {o.replay}"
+                         + (f"\n    batch replay: {o.batch_replay}" if o.alone.startswith(BATCH_ONLY) else "")
                          + (f"\n    minimal: {o.minimal}" if o.minimal else ""))
     return "\n".join(lines)
 

@@ -42,6 +42,8 @@ def run_plan(job, comm: MPI.Comm, first: int, records, backend, done=(), until=N
             if not _within_budget(comm, until):
                 continue
         config, own = job.plan[index], index < len(job.outs) and job.outs[index] is not None
+        if own:
+            comm = _launched_member_spared(comm, config)
         at = MainJobAt(job, index, tuple(results), until)
         _progress(comm, (f"case {_case_name(at.out)}" if own else f"scenario {config.scenario}")
                   + f" under {config.strategy} ...")
@@ -119,6 +121,20 @@ def restore_world(comm: MPI.Comm, n: int, between: BetweenScenarios) -> MPI.Comm
     merged, _ = spawn(comm, missing, between)
     free_comm(comm)
     return merged
+
+
+def _launched_member_spared(comm: MPI.Comm, config: RunConfig) -> MPI.Comm:
+    """``comm`` ordered so that a process the launcher started survives the case's kills
+    (:mod:`.launched`: ULFM cannot recover a world of spawned processes only)."""
+    from mpibench.faults import load_schedule
+
+    from .launched import keep_launched_member
+
+    try:
+        schedule = load_schedule(config.scenario, comm.Get_size(), config.seed)
+    except ValueError:
+        return comm  # the case's own run refuses it (exit 2)
+    return keep_launched_member(comm, schedule)
 
 
 def _within_budget(comm: MPI.Comm, until: float) -> bool:

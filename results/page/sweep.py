@@ -16,7 +16,7 @@ def section(files: RunFiles) -> str:
     sweep, info = files["sweep.csv"], files.sweep_json
     if sweep is None and info is None:
         return head + "<p class='missing'>No sweep ran for this folder (no sweep.csv or sweep.json).</p>"
-    parts = [head, "<p>Random fault schedules, one MPI job per case; every command replays its case exactly.</p>"]
+    parts = [head, "<p>Random fault schedules, many cases per MPI job; every replay command runs its case alone and gives its rows exactly.</p>"]
     if info:
         parts.append(plan_text(info))
     if sweep is None or sweep.empty:
