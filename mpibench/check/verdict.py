@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from . import completeness
 from .case import CaseModel
 from .history import CannotJudge, read_json
 from .invariants import INVARIANTS, NO_COMMIT
@@ -67,6 +68,7 @@ class RunVerdict:
     verdict: str
     reason: str | None
     cases: list = field(default_factory=list)
+    phases: completeness.PhaseAccount | None = None  # what became of each planned phase
 
     @property
     def checks(self) -> int:
@@ -125,19 +127,25 @@ def read_case_ids(out_dir: str) -> list[str]:
     return [str(c) for c in cases]
 
 
-def check_run(out_dir: str, checked: dict | None = None) -> RunVerdict:
-    """Judge every case ``run.json`` lists; fail if any fails, else unknown if any is unknown.
+def check_run(out_dir: str, checked: dict | None = None, after_verdict=()) -> RunVerdict:
+    """Judge every case ``run.json`` lists, then whether every planned phase ended
+    (:mod:`.completeness`); fail if any case fails, else unknown if anything is unknown.
 
     ``checked``: case id -> CaseVerdict already reached on that case's complete history in
-    this process (taken as it is, not judged again).
+    this process (taken as it is, not judged again). ``after_verdict``: planned phases
+    that follow this judgement (the job's page).
     """
-    checked = checked or {}
+    phases = completeness.account(out_dir, after_verdict)
+    return completeness.apply(_check_cases(out_dir, checked or {}, phases.not_run), phases)
+
+
+def _check_cases(out_dir: str, checked: dict, not_run) -> RunVerdict:
     try:
         ids = read_case_ids(out_dir)
     except CannotJudge as exc:
         return RunVerdict("unknown", str(exc))
     cases = []
-    for cid in ids:
+    for cid in (c for c in ids if c not in not_run):  # a case the launch could not run has no history
         folder = os.path.join(out_dir, "history", cid)
         if cid in checked:
             cases.append(checked[cid])

@@ -42,7 +42,23 @@ def report(out_dir):
         path = build(out_dir, progress=lambda text: click.echo(f"report: {text}", err=True))
     except ReportInputError as exc:
         raise UsageError(str(exc)) from None
-    click.echo(f"wrote {path}")
+    _page_phase_done(out_dir)
+    click.echo(f"wrote {os.path.abspath(path)}")
+
+
+def _page_phase_done(out_dir: str) -> None:
+    """A run that planned its page (run.json ``phases``) has it now: the phase is accounted for."""
+    import json
+
+    from mpibench.base.plan import mark_finished
+
+    try:
+        with open(os.path.join(out_dir, "run.json")) as fh:
+            planned = json.load(fh).get("phases") or []
+    except (OSError, ValueError, AttributeError):
+        return
+    if "report" in planned:
+        mark_finished(out_dir, "report")
 
 
 @click.command()

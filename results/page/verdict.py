@@ -14,6 +14,7 @@ import pandas as pd
 from ..inputs import RunFiles, plan_pairs
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
+UNJUDGED = "unjudged"  # no verdict.json yet: the page says so and claims nothing
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,12 @@ class Verdict:
     first: Violation | None
     cases: list[Case] = field(default_factory=list)
     source: str = "invariants.csv"
+    not_run: tuple = ()  # (phase, what it needs): planned phases the launch could not run
+    unfinished: tuple = ()  # planned phases that never ended
+
+    @property
+    def partial(self) -> bool:
+        return self.verdict == PASS and bool(self.not_run)
 
 
 def replay_for(info: dict, scenario: str, strategy: str, recovery: str | None = None) -> str:
@@ -83,8 +90,12 @@ def from_checker(data: dict) -> Verdict:
                   int(c.get("violations") or 0), violation(c.get("first_violation")),
                   reason=str(c.get("reason") or ""))
              for c in data.get("cases", []) if isinstance(c, dict)]
+    phases = data.get("phases") if isinstance(data.get("phases"), dict) else {}
+    not_run = tuple((str(p.get("phase", "")), str(p.get("needs") or "")) for p in phases.get("not_run") or []
+                    if isinstance(p, dict))
     return Verdict(str(data.get("verdict", UNKNOWN)), data.get("reason"), int(data.get("checks") or 0),
-                   int(data.get("violations") or 0), violation(data.get("first_violation")), cases, "verdict.json")
+                   int(data.get("violations") or 0), violation(data.get("first_violation")), cases, "verdict.json",
+                   not_run, tuple(str(p) for p in phases.get("unfinished") or []))
 
 
 def recoveries(steps: pd.DataFrame | None) -> dict[tuple[str, str], str]:
@@ -147,5 +158,29 @@ def combine(cases: list[Case], checked: bool) -> Verdict:
     return Verdict(PASS, None, checks, violations, None, cases)
 
 
+def judge_command(out_dir: str) -> str:
+    """The command that judges ``out_dir``, runnable as pasted (this interpreter, absolute path)."""
+    import os
+    import shlex
+    import sys
+
+    return shlex.join([sys.executable, "-m", "mpibench", "check", os.path.abspath(out_dir)])
+
+
+def unjudged(files: RunFiles) -> Verdict:
+    """A run folder the checker has not judged yet: its cases listed, no verdict claimed."""
+    from dataclasses import replace
+
+    cases = [replace(c, verdict=UNJUDGED, first=None) for c in from_invariants(files).cases]
+    return Verdict(UNJUDGED, f"not judged yet: run {judge_command(files.out_dir)}", 0, 0, None, cases,
+                   "no verdict.json in this folder")
+
+
 def verdict_of(files: RunFiles) -> Verdict:
-    return from_checker(files.verdict) if files.verdict is not None else from_invariants(files)
+    """verdict.json's verdict; a run folder without one is not judged yet (never a guess from
+    partial CSVs); a folder that lists no cases (a sweep's) falls back to invariants.csv."""
+    if files.verdict is not None:
+        return from_checker(files.verdict)
+    if isinstance(files.info, dict) and files.info.get("cases"):
+        return unjudged(files)
+    return from_invariants(files)
