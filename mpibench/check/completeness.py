@@ -116,6 +116,38 @@ def apply(verdict, phases: PhaseAccount):
     return verdict
 
 
+SWEEP_CASES = "sweep-cases"  # the main job's own sweep: one run folder per case that ran
+
+
+def sweep_case_folders(out_dir: str) -> list[str]:
+    """``DIR/sweep-cases/NAME/run`` of every sweep case that started (it wrote run.json);
+    cases the sweep's time budget left out have no run folder."""
+    root = os.path.join(out_dir, SWEEP_CASES)
+    names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    return [os.path.join(root, n, "run") for n in names
+            if os.path.isfile(os.path.join(root, n, "run", "run.json"))]
+
+
+def with_sweep(verdict, out_dir: str, phases: PhaseAccount, judge):
+    """The main job's sweep is judged too: every case folder it ran, by ``judge`` (the
+    checker's own ``check_run``). A case that failed or cannot be judged joins the run's
+    cases (named ``sweep-cases/NAME``), so the run's verdict and first violation say so."""
+    if "sweep" not in phases.finished:
+        return verdict
+    for folder in sweep_case_folders(out_dir):
+        sub = judge(folder)
+        name = f"{SWEEP_CASES}/{os.path.basename(os.path.dirname(folder))}"
+        for case in sub.cases or []:
+            if case.verdict != "pass":
+                case.case = f"{name}/{case.case}"
+                verdict.cases.append(case)
+        if sub.verdict == "fail":
+            verdict.verdict, verdict.reason = "fail", None
+        elif sub.verdict == "unknown" and verdict.verdict == "pass":
+            verdict.verdict, verdict.reason = "unknown", f"{name}: {sub.reason}"
+    return verdict
+
+
 def is_partial(verdict) -> bool:
     """Everything that ran passed, and some planned phases could not run here."""
     phases = getattr(verdict, "phases", None)

@@ -136,7 +136,8 @@ def check_run(out_dir: str, checked: dict | None = None, after_verdict=()) -> Ru
     that follow this judgement (the job's page).
     """
     phases = completeness.account(out_dir, after_verdict)
-    return completeness.apply(_check_cases(out_dir, checked or {}, phases.not_run), phases)
+    verdict = _check_cases(out_dir, checked or {}, phases.not_run)
+    return completeness.apply(completeness.with_sweep(verdict, out_dir, phases, check_run), phases)
 
 
 def _check_cases(out_dir: str, checked: dict, not_run) -> RunVerdict:
