@@ -62,7 +62,7 @@ endif
 run: $(STAMP)
 	@status=0; $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT)) </dev/null || status=$$?; \
 	if [ $$status = 2 ]; then exit 2; fi; \
-	$(PY) -m mpibench check $(or $(OUT),mpibench-out/latest)
+	$(PY) -m mpibench check --confirm $(or $(OUT),mpibench-out/latest)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

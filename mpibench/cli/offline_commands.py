@@ -12,18 +12,22 @@ from mpibench.base.config import UsageError
 
 @click.command()
 @click.argument("out_dir", metavar="DIR", type=click.Path(file_okay=False))
-def check(out_dir):
+@click.option("--confirm", is_flag=True, help="after a job that printed its verdict: print the verdict "
+              "line again only if this judgement differs from the job's verdict.json")
+def check(out_dir, confirm):
     """Judge a run folder from its history alone (no MPI); write verdict.json and invariants.csv.
 
     Reads DIR/run.json and DIR/history/, rebuilds data, shards and epoch orders
     from the seed, and checks the six invariants. Exit status: 0 pass, 1 a
     violation (printed with step, invariant and replay command), 3 cannot judge
     (no run.json, no history, a worker's file missing or cut short without a
-    scheduled kill), 2 bad usage.
+    scheduled kill, a planned phase that never finished: each named), 4 partial
+    (everything that ran passed; planned phases the launch could not run are
+    named with what they need), 2 bad usage.
     """
     from mpibench.check.command import check_command
 
-    sys.exit(check_command(out_dir))
+    sys.exit(check_command(out_dir, confirm=confirm))
 
 
 @click.command()
