@@ -90,6 +90,8 @@ ROWS = [
     (["bench", "--strategies", "no-such-strategy"], "strategy"),
     (["bench", "--seed", "-1"], "--seed"),
     (["bench", "--out", RESULTS], "already holds results"),
+    (["bench", "--calibration", "BAD"], "cannot read calibration"),  # no fresh folder, no latest link
+    (["bench", "--calibration", "bad-json"], "not JSON"),
     (["sweep", "--seeds", "0"], "--seeds"),
     (["sweep", "--case-deadline", "nan"], "--case-deadline"),
     (["sweep", "--case-deadline", "-5"], "--case-deadline"),
