@@ -22,7 +22,7 @@ from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.exits import EXIT_USAGE, EXIT_VIOLATION
 from mpibench.base.records import STATUS_FILE
 from .continuation import BetweenScenarios, MainJobAt
-from .phases import case_finished
+from .phases import case_finished, progress_tag
 from .runner import run_scenario_on
 
 
@@ -43,7 +43,7 @@ def run_plan(job, comm: MPI.Comm, first: int, records, backend, done=(), until=N
         config, own = job.plan[index], index < len(job.outs) and job.outs[index] is not None
         at = MainJobAt(job, index, tuple(results), until)
         _progress(comm, (f"case {_case_name(at.out)}" if own else f"scenario {config.scenario}")
-                  + f" under {config.strategy} ...")
+                  + f" under {config.strategy} ... " + progress_tag(job, index, until, time.time()))
         summary, comm = (_run_case(config, comm, backend, at) if own else
                          run_scenario_on(config, comm, records, backend, continuation=at))
         if summary is not None:

@@ -36,3 +36,17 @@ def finished(comm, out: str | None, phase: str) -> None:
 def case_finished(comm, out: str | None, index: int, config) -> None:
     """The record of one of the main job's own scenario cases (not a sweep case's folder)."""
     finished(comm, out, case_id(index, config.scenario, config.strategy, config.recovery))
+
+
+def progress_tag(job, index: int, until: float | None, now: float) -> str:
+    """Where the job stands before item ``index``: k of N and the time so far and left.
+
+    The scenarios' time left is the pace so far times what remains (an estimate, said
+    so); the sweep's is what is left of its budget."""
+    scenarios = job.budgeted_from if job.budgeted_from is not None else len(job.plan)
+    elapsed_s = max(0.0, now - job.start_time)
+    if index < scenarios:
+        left = f", about {elapsed_s / index * (scenarios - index):.0f} s left at this pace" if index else ""
+        return f"[{index + 1}/{scenarios}, {elapsed_s:.0f} s so far{left}]"
+    budget_left = f", {max(0.0, until - now):.0f} s of its budget left" if until is not None else ""
+    return f"[sweep case {index - scenarios + 1} of at most {len(job.plan) - scenarios}{budget_left}]"
