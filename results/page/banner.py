@@ -8,7 +8,7 @@ WORDS = {PASS: "PASS", FAIL: "FAIL", "unknown": "UNKNOWN", UNJUDGED: "NOT JUDGED
 
 
 def banner(v: Verdict, warnings: list[str]) -> str:
-    cases = len(v.cases)
+    cases = len(v.cases) if v.case_count is None else v.case_count
     failed = sum(c.verdict == FAIL for c in v.cases)
     counts = (f"{v.checks:,} checks over {cases} case(s): {v.violations:,} violated"
               + (f", in {failed} case(s)" if failed else "")) if v.verdict != UNJUDGED else \

@@ -53,6 +53,7 @@ class Verdict:
     source: str = "invariants.csv"
     not_run: tuple = ()  # (phase, what it needs): planned phases the launch could not run
     unfinished: tuple = ()  # planned phases that never ended
+    case_count: int | None = None  # cases judged elsewhere (a sweep's, each in its own folder)
 
     @property
     def partial(self) -> bool:
@@ -183,4 +184,28 @@ def verdict_of(files: RunFiles) -> Verdict:
         return from_checker(files.verdict)
     if isinstance(files.info, dict) and files.info.get("cases"):
         return unjudged(files)
+    if files["invariants.csv"] is None and files["sweep.csv"] is not None:
+        return from_sweep(files["sweep.csv"])
     return from_invariants(files)
+
+
+def from_sweep(sweep: pd.DataFrame) -> Verdict:
+    """A sweep folder's verdict from sweep.csv: every case judged by the checker in its own
+    folder; a case that violated fails the sweep, one that crashed, hung or has no verdict
+    leaves it unknown (named), and a sweep of no case is unknown."""
+    outcome = sweep.get("outcome", pd.Series(["ok"] * len(sweep))).astype(str)
+    checks = int(pd.to_numeric(sweep.get("checks"), errors="coerce").fillna(0).sum()) if "checks" in sweep else 0
+    violations = int(pd.to_numeric(sweep.get("violations"), errors="coerce").fillna(0).sum()) \
+        if "violations" in sweep else 0
+    bad = sweep[outcome != "ok"]
+    if violations or (outcome == "violation").any():
+        first = sweep[pd.to_numeric(sweep.get("violations"), errors="coerce").fillna(0) > 0]
+        row = (first if not first.empty else bad).iloc[0]
+        return Verdict(FAIL, f"{len(bad)} of {len(sweep)} sweep case(s) did not end cleanly; first: {row['case']}",
+                       checks, violations, None, source="sweep.csv", case_count=len(sweep))
+    if sweep.empty or not bad.empty:
+        reason = ("the sweep holds no case" if sweep.empty else
+                  f"{len(bad)} of {len(sweep)} sweep case(s) ended without a pass (first: {bad.iloc[0]['case']}, "
+                  f"{bad.iloc[0].get('outcome', '')})")
+        return Verdict(UNKNOWN, reason, checks, violations, None, source="sweep.csv", case_count=len(sweep))
+    return Verdict(PASS, None, checks, violations, None, source="sweep.csv", case_count=len(sweep))
