@@ -198,3 +198,35 @@ def kill_when(cmd: list[str], extra: dict, needle: str, delay_s: float = 0.0, ti
         proc.wait(timeout=60)
         proc.stdout.close()
     return proc.returncode, "".join(seen)
+
+
+# Moments spread over the main job's phases: (a line of its output, seconds after it).
+KILL_MOMENTS = [("calibrating", 0.0), ("scenario none under ring", 0.0),
+                ("scenario kill-mid-reduction under ring", 0.3), ("fault: worker", 0.0), ("respawning", 0.0),
+                ("case s0-", 0.0), ("benchmarks (", 0.5), ("scaling: native, strong", 0.0),
+                ("scaling: ring, weak", 0.0), ("wall time", 0.0)]
+
+
+def killed_then_checked(tmp_path: Path, index: int, needle: str, delay_s: float) -> tuple[int, str, dict]:
+    out = tmp_path / f"kill-{index}"
+    cmd = mpirun_command() + ["-n", "2", sys.executable, "-m", "mpibench", "--steps", "4", "--out", str(out)]
+    kill_when(cmd, {"MPIBENCH_SCENARIOS": "none,kill-mid-reduction", "MPIBENCH_STRATEGIES": "ring",
+                    "MPIBENCH_JOB_SWEEP_S": "3"}, needle, delay_s)
+    judged = run_cli(["check", str(out)])
+    path = out / "verdict.json"
+    return judged.returncode, judged.stdout + judged.stderr, json.loads(path.read_text()) if path.exists() else {}
+
+
+@pytest.mark.slow  # ten launches of the whole job with its benchmarks: ~2 min on two busy cores
+def test_a_main_job_killed_at_ten_moments_is_never_judged_a_pass(tmp_path):
+    """SIGKILL of the launcher's whole process group at each moment: ``check`` exits 3 and
+    names the first part that did not finish (run.json itself when the kill came before it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        found = list(pool.map(lambda m: killed_then_checked(tmp_path, m[0], *m[1]), enumerate(KILL_MOMENTS)))
+    for (needle, _), (status, text, doc) in zip(KILL_MOMENTS, found):
+        assert status == 3, (needle, text)
+        unfinished = doc.get("phases", {}).get("unfinished") or []
+        named = unfinished[0] if unfinished else "run.json"
+        assert named in text, (needle, named, text)
