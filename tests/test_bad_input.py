@@ -70,6 +70,7 @@ ROWS = [
     (["run", "--lr", "-0.1"], "--lr"),
     (["run", "--deadline-s", "nan"], "--deadline-s"),
     (["run", "--deadline-s", "0"], "deadline"),
+    (["run", "--deadline-s", "0.001"], "at least"),  # too short to be met: bad input, not a race
     (["run", "--straggler-deadline", "-1"], "deadline"),
     (["run", "--steps", "0"], "--steps"),
     (["run", "--check-every", "0"], "--check-every"),

@@ -63,6 +63,9 @@ class RunConfig:
             raise UsageError(f"--ps-shards must be 0 (one per member) or positive, got {self.ps_shards}")
         if self.straggler_deadline < 0 or self.deadline_s <= 0:
             raise UsageError("deadlines must be positive")
+        if self.deadline_s < MIN_DEADLINE_S:
+            raise UsageError(f"--deadline-s must be at least {MIN_DEADLINE_S:g} s (every MPI wait of a step "
+                             f"gets this long; shorter ones end healthy runs as stuck), got {self.deadline_s:g}")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -80,6 +83,8 @@ class RunConfig:
         return args
 
 
+# The shortest --deadline-s accepted: below it, waits that a healthy step needs time out.
+MIN_DEADLINE_S = 0.1
 # The flags the embedded Open MPI needs for the fault scenarios (the Makefile's MPIRUN_FLAGS).
 EMBEDDED_FLAGS = ("--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1")
 
