@@ -101,7 +101,7 @@ mpibench_verdict() {  # OUT LAUNCH_STATUS ARGS...: the job's status from the che
     if [[ "$launched" == 2 ]] || [[ -n "${1:-}" && "$1" != -* && "$1" != run ]]; then
         return "$launched"
     fi
-    "$PY" -m mpibench check "$out"
+    "$PY" -m mpibench check --confirm "$out"  # the job printed its verdict: again only if it differs
 }
 
 mpibench_finish_part() {  # DIR STATUS: record a part's exit status for the merge step
