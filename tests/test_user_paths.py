@@ -93,6 +93,14 @@ def test_make_run_prints_one_verdict_and_where_the_page_is_and_the_page_reads_it
     assert doc["phases"]["planned"][-4:] == ["sweep", "bench", "scaling", "report"]
     assert sorted(p.stem for p in (out / "phases").glob("*.json")) == sorted(doc["phases"]["planned"])
     assert re.search(r"\[2/2, \d+ s so far, about \d+ s left at this pace\]", done.stdout), done.stdout[:2000]
+    sweep = pd.read_csv(out / "sweep.csv", keep_default_na=False)  # the job's own sweep: its replays as pasted
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first = sweep.iloc[0]
+    replay = pasted(first.replay, elsewhere)
+    assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]
+    again = json.loads((Path(shlex.split(first.replay)[-1]) / "verdict.json").read_text())
+    assert (again["checks"], again["violations"]) == (int(first.checks), int(first.violations))
 
 
 def test_direct_mpirun_main_job_and_its_replays_as_pasted(browser, tmp_path):
