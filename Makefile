@@ -36,9 +36,6 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 endif
 # Idle ranks yield the CPU: without it, more ranks than cores run hundreds of times slower.
 export OMPI_MCA_mpi_yield_when_idle ?= 1
-# libevent (inside mpirun and every rank) on poll, not epoll: epoll warns "Epoll ADD(4) ... Bad
-# file descriptor" each time a killed peer's socket closes; poll watches the same quietly.
-export EVENT_NOEPOLL ?= 1
 export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
 
 .PHONY: run test test-slow bench sweep soak venv clean system-deps

@@ -37,3 +37,16 @@ def test_everything_else_passes_unchanged(text):
 def test_only_one_blank_line_after_a_harmless_one_is_dropped():
     text = NBC.format(code=77, row=0) + "\n\nkept\n"
     assert filtered(text) == "\nkept\n"
+
+
+EPOLL = ("[warn] Epoll ADD(4) on fd 18 failed. Old events were 0; read change was 0 (none); write change was 1 "
+         "(add); close change was 0 (none): Bad file descriptor\n")
+
+
+def test_libevents_epoll_warning_on_a_closed_socket_is_dropped():
+    assert filtered("a\n" + EPOLL + "b\n") == "a\nb\n"
+
+
+def test_other_libevent_warnings_stay():
+    text = EPOLL.replace("Bad file descriptor", "Operation not permitted")
+    assert filtered(text) == text

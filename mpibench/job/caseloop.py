@@ -94,7 +94,7 @@ def finish_case(comm: MPI.Comm, config: RunConfig, summary, out: str, wall_s: fl
 
     if comm.Get_rank() != 0:
         return
-    code = verdict_status(out, [summary.case_verdict] if summary.case_verdict is not None else [])
+    code = verdict_status(out, [summary.case_verdict] if summary.case_verdict is not None else [], say=False)
     write_case_status(out, EXIT_VIOLATION if summary.error else code, summary.error, wall_s)
 
 

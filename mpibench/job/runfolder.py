@@ -52,13 +52,14 @@ def open_records(world: MPI.Comm, out: str) -> RunRecords:
     return RunRecords(out) if world.Get_rank() == 0 else RunRecords.joining(out)
 
 
-def verdict_status(out: str | None, checked=(), after_verdict=()) -> int:
+def verdict_status(out: str | None, checked=(), after_verdict=(), say: bool = True) -> int:
     """Write verdict.json and invariants.csv for the run in ``out``; 0 pass, 1 fail, 3 unknown,
     4 partial (some planned phases could not run here).
 
     ``checked``: case verdicts the online checks already reached on complete histories
     (the checker is deterministic: judging them again would give the same).
     ``after_verdict``: planned phases that come after this verdict (the main job's page).
+    ``say``: print the verdict line (a sweep case's is summed up by its sweep instead).
     """
     from mpibench.check import check_run, exit_status, verdict_line, write_outputs
 
@@ -66,5 +67,6 @@ def verdict_status(out: str | None, checked=(), after_verdict=()) -> int:
         return 3
     verdict = check_run(out, {c.case: c for c in checked}, after_verdict)
     write_outputs(out, verdict)
-    print(verdict_line(verdict), flush=True)
+    if say:
+        print(verdict_line(verdict), flush=True)
     return exit_status(verdict)
