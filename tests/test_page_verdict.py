@@ -81,3 +81,16 @@ def test_a_sweep_folder_reads_its_verdict_from_sweep_csv(tmp_path, outcomes, exp
     assert verdict == expected and f"over {len(rows)} case(s)" in text
     page = (tmp_path / "report.html").read_text()
     assert "one MPI job per case" not in page and "up to 12 cases one after another in each MPI job" in page
+
+
+@pytest.mark.parametrize("errors,expected", [(0, "measured"), (3, "fail")])
+def test_a_folder_of_measurements_only_says_so_or_fails_on_a_wrong_sum(tmp_path, errors, expected):
+    rows = [{"strategy": s, "ranks": 2, "bytes": 4096, "iterations": 4, "time_min_s": 1e-5, "time_avg_s": 1e-5,
+             "time_max_s": 1e-5, "algbw_gbps": 0.4, "busbw_gbps": 0.4, "errors": errors if s == "ring" else 0,
+             "tag": "measured"} for s in ("blocking", "ring")]
+    pd.DataFrame(rows).to_csv(tmp_path / "bench.csv", index=False)
+    (tmp_path / "run.json").write_text(json.dumps({"seed": 0, "ranks": 2}))
+    report.build(str(tmp_path))
+    verdict, text = banner_text(tmp_path)
+    assert verdict == expected and "UNKNOWN" not in text
+    assert ("wrong element" in text) == bool(errors)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..htmlparts import esc
-from .verdict import FAIL, PASS, UNJUDGED, Verdict
+from .verdict import FAIL, MEASURED, PASS, UNJUDGED, Verdict
 
-WORDS = {PASS: "PASS", FAIL: "FAIL", "unknown": "UNKNOWN", UNJUDGED: "NOT JUDGED YET"}
+WORDS = {PASS: "PASS", FAIL: "FAIL", "unknown": "UNKNOWN", UNJUDGED: "NOT JUDGED YET", MEASURED: "MEASURED"}
 
 
 def banner(v: Verdict, warnings: list[str]) -> str:
@@ -13,6 +13,8 @@ def banner(v: Verdict, warnings: list[str]) -> str:
     counts = (f"{v.checks:,} checks over {cases} case(s): {v.violations:,} violated"
               + (f", in {failed} case(s)" if failed else "")) if v.verdict != UNJUDGED else \
         f"{cases} planned case(s), none judged"
+    if v.verdict == MEASURED:
+        counts = "benchmarks only"
     word = "PARTIAL PASS" if v.partial else WORDS.get(v.verdict, esc(v.verdict).upper())
     parts = [f'<div id="verdict" class="banner {esc(v.verdict)}" data-verdict="{esc(v.verdict)}"'
              f' data-partial="{str(v.partial).lower()}">',

@@ -15,6 +15,7 @@ from ..inputs import RunFiles, plan_pairs
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 UNJUDGED = "unjudged"  # no verdict.json yet: the page says so and claims nothing
+MEASURED = "measured"  # benchmarks only: nothing to judge, every sum right
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,21 @@ def verdict_of(files: RunFiles) -> Verdict:
         return unjudged(files)
     if files["invariants.csv"] is None and files["sweep.csv"] is not None:
         return from_sweep(files["sweep.csv"])
+    if files["invariants.csv"] is None and files["steps.csv"] is None and files["bench.csv"] is not None:
+        return from_bench(files["bench.csv"])
     return from_invariants(files)
+
+
+def from_bench(bench: pd.DataFrame) -> Verdict:
+    """A folder of measurements only (``bench``, a merged scaling job): no invariant to judge;
+    a measured reduction that gave a wrong sum fails it, as it fails the ``bench`` command."""
+    measured = bench[bench.get("tag", pd.Series(["measured"] * len(bench))).astype(str) == "measured"]
+    wrong = int(pd.to_numeric(measured.get("errors"), errors="coerce").fillna(0).sum()) if "errors" in bench else 0
+    if wrong:
+        return Verdict(FAIL, f"{wrong} wrong element(s) in the measured reductions (bench.csv, column errors)",
+                       0, wrong, None, source="bench.csv")
+    return Verdict(MEASURED, "measurements only: no correctness case ran in this folder; every measured "
+                   "reduction gave the right sum", 0, 0, None, source="bench.csv")
 
 
 def from_sweep(sweep: pd.DataFrame) -> Verdict:
