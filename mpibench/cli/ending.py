@@ -20,7 +20,7 @@ EXIT_GRACE_S = float(os.environ.get("MPIBENCH_EXIT_GRACE_S", "60"))
 LAST_RESORT_S = 30.0
 
 
-def bound_exit(code: int, grace_s: float = EXIT_GRACE_S) -> None:
+def bound_exit(code: int, grace_s: float = EXIT_GRACE_S, last_resort_s: float = LAST_RESORT_S) -> None:
     """Arm the timers that end this process with ``code`` if it has not left ``grace_s`` from now."""
     def leave() -> None:
         sys.stderr.write(f"mpibench: this process did not finish leaving within {grace_s:g} s after its "
@@ -31,7 +31,7 @@ def bound_exit(code: int, grace_s: float = EXIT_GRACE_S) -> None:
     timer = threading.Timer(grace_s, leave)
     timer.daemon = True
     timer.start()
-    faulthandler.dump_traceback_later(grace_s + LAST_RESORT_S, exit=True)
+    faulthandler.dump_traceback_later(grace_s + last_resort_s, exit=True)
 
 
 def stuck_exit(exc: BaseException, rank: int) -> None:
