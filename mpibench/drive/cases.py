@@ -95,7 +95,10 @@ def write_case(case: Case, folder: Path) -> Path:
 
 
 def replay_command(mpiexec: list[str], case: Case, folder: Path, out_name: str = "replay") -> str:
+    """The case alone, into its own ``replay`` folder; ``--force``: pasting it again replaces
+    the previous replay there instead of being refused (that folder holds nothing else)."""
     args = case.run_args(folder / "schedule.toml", folder / out_name)
+    args = args[:-2] + ["--force"] + args[-2:]  # the folder stays the last word
     return shlex.join(mpibench_command(mpiexec, case.workers, args))
 
 
