@@ -48,8 +48,8 @@ def run_plan(job, comm: MPI.Comm, first: int, records, backend, done=(), until=N
                          run_scenario_on(config, comm, records, backend, continuation=at))
         if summary is not None:
             results.append((config, summary, at.out if own else None))
-        if not own:  # the main job's own scenario: its phase record (a case folder has its verdict)
-            case_finished(comm, job.out, index, config)
+            if not own:  # the main job's own scenario: its phase record (a case folder has its verdict)
+                case_finished(comm, job.out, index, config)
     if job.restore_at_end:
         comm = restore_world(comm, job.world_size, BetweenScenarios(job, len(job.plan), tuple(results), until))
     return results, comm, until
