@@ -108,3 +108,15 @@ def test_the_main_jobs_sweep_cases_are_judged_with_it(tmp_path, sweep_case):
     assert done.returncode == {"pass": 0, "fail": 1, "cut": 3}[sweep_case], done.stdout
     if sweep_case != "pass":
         assert "sweep-cases/s0-n3-ring-shrink" in done.stdout
+
+
+def test_a_run_missing_only_its_page_says_how_to_build_it_and_passes_once_built(tmp_path):
+    build(tmp_path)
+    planned(tmp_path, [CASE, "report"])
+    mark_finished(str(tmp_path), CASE)
+    done = check(tmp_path)
+    assert done.returncode == 3 and f"{sys.executable} -m mpibench report {tmp_path}" in done.stdout
+    built = subprocess.run([sys.executable, "-m", "mpibench", "report", str(tmp_path)], capture_output=True,
+                           text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    assert check(tmp_path).returncode == 0

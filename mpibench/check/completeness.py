@@ -34,6 +34,7 @@ class PhaseAccount:
     missing: list = field(default_factory=list)  # planned, no record: never ended
     pending: list = field(default_factory=list)  # planned after the verdict, not ended yet
     problem: str | None = None  # run.json's plan or a record could not be read
+    out_dir: str = ""
 
     @property
     def incomplete(self) -> bool:
@@ -52,8 +53,15 @@ class PhaseAccount:
             return self.problem
         shown = [_phase_words(p) for p in self.missing[:4]]
         more = len(self.missing) - len(shown)
-        return (f"planned but never finished: {', '.join(shown)}" + (f" and {more} more" if more else "")
+        text = (f"planned but never finished: {', '.join(shown)}" + (f" and {more} more" if more else "")
                 + f" (no record in {PHASES_DIR}/; the job ended before them)")
+        if self.missing == ["report"]:  # everything was judged; only the page is missing
+            import shlex
+            import sys
+
+            text += ("; build the page with: "
+                     + shlex.join([sys.executable, "-m", "mpibench", "report", os.path.abspath(self.out_dir)]))
+        return text
 
 
 def _phase_words(phase: str) -> str:
@@ -74,7 +82,7 @@ def account(out_dir: str, after_verdict=()) -> PhaseAccount:
     ``after_verdict``: phases that run only once the verdict is written (the job's own
     judgement passes :data:`AFTER_VERDICT`); without a record they are pending, not missing.
     """
-    result = PhaseAccount()
+    result = PhaseAccount(out_dir=out_dir)
     try:
         info = _read(os.path.join(out_dir, "run.json")) or {}
     except (OSError, ValueError) as exc:
