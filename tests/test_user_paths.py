@@ -241,3 +241,12 @@ def test_a_main_job_killed_at_ten_moments_is_never_judged_a_pass(tmp_path):
         unfinished = doc.get("phases", {}).get("unfinished") or []
         named = unfinished[0] if unfinished else "run.json"
         assert named in text, (needle, named, text)
+
+
+@pytest.mark.parametrize("late", ["1", "0,1", "0,1,2"])
+def test_a_deadline_no_recovery_absorbs_ends_the_job_with_one_stuck_line(late):
+    driver = ROOT / "tests" / "drivers" / "stuck_driver.py"
+    job = run_command(mpirun_command() + ["-n", "3", sys.executable, str(driver), late], timeout=120)
+    assert job.returncode == 1, job.text[-3000:]
+    assert len([line for line in job.text.splitlines() if line.startswith("stuck:")]) == 1, job.text[-3000:]
+    assert "Traceback" not in job.text
