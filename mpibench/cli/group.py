@@ -43,7 +43,10 @@ def main(ctx, **kw):
     benchmarks; CSVs, run.json and report.html go to --out, and a summary table
     is printed. Exit status (from the checker's verdict.json): 0 all invariants
     held, 1 a violation (the message names step, invariant and the replay
-    command), 2 bad usage or input, 3 the history cannot be judged.
+    command), 2 bad usage or input, 3 the run cannot be judged (its history is
+    incomplete or a planned phase never finished), 4 a partial pass (planned cases
+    the launch could not support were not run; each is named). The verdict comes
+    first, then report.html is built from the judged folder.
 
     \b
     Example:  mpirun -n 8 --oversubscribe --with-ft ulfm --prtemca state_base_recoverable 1 \\
