@@ -12,16 +12,19 @@
 # Variables a user may set (sbatch --export or the environment at submit time):
 #   MPIBENCH_VENV    virtual environment with mpibench (default: $MPIBENCH_DIR/.venv;
 #                    when it does not exist, python3 from PATH, e.g. a site module)
-#   MPIBENCH_LAUNCH  mpirun (default: the embedded Open MPI from the venv, or the one on PATH)
-#                    or srun (srun --mpi=pmix: a site MPI built with PMIx support)
-#   MPIBENCH_MPIRUN_FLAGS  mpirun flags (default: --with-ft ulfm --prtemca state_base_recoverable 1
-#                          --oversubscribe; the
-#                    oversubscription leaves room for the replacements that respawn starts)
+#   MPIBENCH_LAUNCH  mpirun (default: the venv's launcher, Open MPI's or MPICH's, or the one
+#                    on PATH) or srun (direct launch of a site MPI through Slurm's PMI plugin)
+#   MPIBENCH_SRUN_MPI  srun's --mpi plugin: pmix (default; Open MPI, PMIx builds of MPICH)
+#                    or pmi2 (the MPICH family: MPICH, Intel MPI, MVAPICH, Cray MPICH)
+#   MPIBENCH_MPIRUN_FLAGS  mpirun flags (default for Open MPI: --with-ft ulfm --prtemca
+#                    state_base_recoverable 1 --oversubscribe; the oversubscription leaves
+#                    room for the replacements that respawn starts; for other launchers none)
 #
 # Fault scenarios need ULFM, which Open MPI offers only under `mpirun --with-ft ulfm`
 # (its documentation says direct launch with srun is not supported), so jobs that
 # kill ranks must keep MPIBENCH_LAUNCH=mpirun; inside an allocation mpirun takes its
-# slots from Slurm by itself.
+# slots from Slurm by itself. Under any launch the job probes what it supports and
+# leaves out (and names) the cases it cannot run: exit 4 when everything else passed.
 
 if [[ -z "${SLURM_JOB_ID:-}" ]]; then
     echo "mpibench: error: submit this script with sbatch (SLURM_JOB_ID is not set)" >&2
@@ -45,7 +48,19 @@ fi
 
 : "${MPIBENCH_OUT:=${SLURM_SUBMIT_DIR:-$PWD}/mpibench-results}"
 : "${MPIBENCH_LAUNCH:=mpirun}"
-: "${MPIBENCH_MPIRUN_FLAGS:=--with-ft ulfm --prtemca state_base_recoverable 1 --oversubscribe}"
+: "${MPIBENCH_SRUN_MPI:=pmix}"
+[[ "$MPIBENCH_SRUN_MPI" =~ ^(pmix(_v[0-9]+)?|pmi2|cray_shasta)$ ]] ||
+    mpibench_fail "MPIBENCH_SRUN_MPI must be pmix, pmix_vN, pmi2 or cray_shasta, not '$MPIBENCH_SRUN_MPI'"
+MPIRUN="$(command -v mpirun || true)"
+mpibench_launcher_env=()
+if [[ -n "$MPIRUN" ]] && ! "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI\|prte"; then
+    # MPICH's hydra inside an allocation: its ranks would also see the batch step's
+    # PMIX_* variables and refuse to pick a PMI ("Found both env vars PMI_SIZE and
+    # PMIX_NAMESPACE"); hydra speaks PMI-1, so say so.
+    mpibench_launcher_env=(env "MPIR_CVAR_PMI_VERSION=${MPIR_CVAR_PMI_VERSION:-1}")
+    : "${MPIBENCH_MPIRUN_FLAGS:=}"  # no fault-tolerance flags to give
+fi
+: "${MPIBENCH_MPIRUN_FLAGS=--with-ft ulfm --prtemca state_base_recoverable 1 --oversubscribe}"
 
 if [[ "$(id -u)" == 0 ]]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -62,7 +77,6 @@ if (( mpibench_slots > mpibench_cores )); then
     MPIBENCH_MPIRUN_FLAGS="--bind-to none $MPIBENCH_MPIRUN_FLAGS"
 fi
 
-MPIRUN="$(command -v mpirun || true)"
 # Jobs that `mpibench sweep` starts use the same launcher and flags.
 export MPIBENCH_MPIEXEC="$MPIRUN $MPIBENCH_MPIRUN_FLAGS"
 export PYTHONUNBUFFERED=1
@@ -84,9 +98,10 @@ mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on th
         mpirun)
             [[ -n "$MPIRUN" ]] || mpibench_fail "no mpirun on PATH (MPIBENCH_LAUNCH=mpirun)"
             # shellcheck disable=SC2086  # the flags are a word list
-            "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS ${mapping[@]+"${mapping[@]}"} -n "$ntasks" "$PY" -m mpibench "$@" ;;
+            ${mpibench_launcher_env[@]+"${mpibench_launcher_env[@]}"} \
+                "$MPIRUN" $MPIBENCH_MPIRUN_FLAGS ${mapping[@]+"${mapping[@]}"} -n "$ntasks" "$PY" -m mpibench "$@" ;;
         srun)
-            srun --mpi=pmix --nodes="$nodes" --ntasks="$ntasks" "$PY" -m mpibench "$@" ;;
+            srun --mpi="$MPIBENCH_SRUN_MPI" --nodes="$nodes" --ntasks="$ntasks" "$PY" -m mpibench "$@" ;;
         *)
             mpibench_fail "MPIBENCH_LAUNCH must be mpirun or srun, not '$MPIBENCH_LAUNCH'" ;;
     esac
@@ -94,14 +109,16 @@ mpibench_launch() {  # [-N NODES] [-n TASKS] ARGS: python -m mpibench ARGS on th
 
 mpibench_verdict() {  # OUT LAUNCH_STATUS ARGS...: the job's status from the checker's verdict
     # The launcher can exit 0 after a violation (ULFM): for the main job and `run`, the
-    # status is `python -m mpibench check OUT` (0 pass, 1 violation, 3 cannot judge);
+    # status is `python -m mpibench check OUT` (0 pass, 1 violation, 3 cannot judge),
+    # and a pass stays 4 when the job left out cases its launch could not run;
     # bad usage (2) and other commands keep the launcher's status.
     local out="$1" launched="$2"
     shift 2
     if [[ "$launched" == 2 ]] || [[ -n "${1:-}" && "$1" != -* && "$1" != run ]]; then
         return "$launched"
     fi
-    "$PY" -m mpibench check --confirm "$out"  # the job printed its verdict: again only if it differs
+    "$PY" -m mpibench check --confirm "$out" || return $?  # the job printed its verdict: again only if it differs
+    if [[ "$launched" == 4 ]]; then return 4; fi
 }
 
 mpibench_finish_part() {  # DIR STATUS: record a part's exit status for the merge step
@@ -111,6 +128,6 @@ mpibench_finish_part() {  # DIR STATUS: record a part's exit status for the merg
 mpibench_banner() {  # where and how this job runs, for the job log
     echo "mpibench job $SLURM_JOB_ID: ${SLURM_NTASKS:-?} tasks on ${SLURM_JOB_NODELIST:-?}" \
          "(${mpibench_slots} CPUs advertised, ${mpibench_cores} cores here)"
-    echo "  launcher: $MPIBENCH_LAUNCH  python: $PY"
+    echo "  launcher: $MPIBENCH_LAUNCH$([[ $MPIBENCH_LAUNCH == srun ]] && echo " --mpi=$MPIBENCH_SRUN_MPI")  python: $PY"
     echo "  output:   $1"
 }

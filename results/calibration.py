@@ -32,13 +32,35 @@ class Calibration:
     how: dict = field(default_factory=dict)
     ping_pong: list = field(default_factory=list)  # (bytes, half round trip s)
     ping_pong_step: list = field(default_factory=list)  # the same after a local step's compute
+    agree_s: float = 0.0  # the commit agreement over all ``ranks`` (job.calibrate_agree)
+    agree_self_s: float = 0.0  # the same on one rank
+    bands: list = field(default_factory=list)  # [upper bytes or None, alpha_s, beta_s_per_byte] (calibrate_bands)
+    band_split_bytes: int | None = None
+    ping_pong_bands: list = field(default_factory=list)  # (bytes, half round trip s) the bands were fitted to
 
     def in_step(self) -> "Calibration":
         """These figures with the after-compute alpha and beta (for modelling training steps)."""
         if not self.alpha_step_s and not self.beta_step_s_per_byte:
             return self
         return Calibration.from_dict({**self.as_dict(), "alpha_s": self.alpha_step_s,
-                                      "beta_s_per_byte": self.beta_step_s_per_byte})
+                                      "beta_s_per_byte": self.beta_step_s_per_byte, "bands": []})
+
+    def band(self, message_bytes: float) -> tuple[str, float, float]:
+        """(band name, alpha, beta) for a message of ``message_bytes``: the band's when
+        calibrated by band, else ("one line", alpha_s, beta_s_per_byte)."""
+        for upper, alpha, beta in self.bands:
+            if upper is None or message_bytes <= upper:
+                name = f"<= {int(upper) >> 10} KiB" if upper is not None else (
+                    f"> {int(self.band_split_bytes) >> 10} KiB" if self.band_split_bytes else "one line")
+                return name, float(alpha), float(beta)
+        return "one line", self.alpha_s, self.beta_s_per_byte
+
+    def in_band(self, message_bytes: float) -> "Calibration":
+        """These figures with the alpha and beta of ``message_bytes``'s band."""
+        if not self.bands:
+            return self
+        _, alpha, beta = self.band(message_bytes)
+        return Calibration.from_dict({**self.as_dict(), "alpha_s": alpha, "beta_s_per_byte": beta})
 
     def with_one_rank_step(self, strategy: str, batch, seconds) -> "Calibration":
         """These figures with the one-rank step of ``strategy`` at ``batch`` replaced by

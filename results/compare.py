@@ -25,7 +25,7 @@ HOST_BUSY_CORES = 0.5  # cores other processes kept busy during a measurement
 
 COMPARISON_COLUMNS = ["kind", "strategy", "mode", "ranks", "bytes", "local_batch", "other_load_cores",
                       "measured_s", "modelled_s", "ratio", "error", "tolerance", "within", "flag",
-                      "cause_codes", "cause", "assumptions"]
+                      "cause_codes", "cause", "assumptions", "parts"]
 
 
 def cores_for(cal: Calibration, ranks: int) -> tuple[int, int]:
@@ -126,11 +126,44 @@ def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> lis
         tolerance = ONE_RANK_TOLERANCE if m.ranks == 1 else TOLERANCE
         parts = step_parts(float(m.step_time_s), _number(m.sync_time_s), float(modelled.step_time_s),
                            _number(modelled.sync_time_s), _number(getattr(m, "sync_wait_s", None)), tolerance)
+        parts += part_misses(m._asdict(), modelled.to_dict(), float(m.step_time_s), tolerance)
         rows.append({"kind": "step", "strategy": m.strategy, "mode": m.mode, "ranks": m.ranks,
                      "bytes": m.bytes, "local_batch": m.local_batch, "other_load_cores": other,
                      **judge(cal.in_step(), m.strategy, m.ranks, m.bytes, float(m.step_time_s),
-                             float(modelled.step_time_s), spread, options, other, parts, tolerance)})
+                             float(modelled.step_time_s), spread, options, other, parts, tolerance),
+                     "parts": parts_text(m._asdict(), modelled.to_dict())})
     return rows
+
+
+def part_misses(measured: dict, modelled: dict, step_s: float, tolerance: float) -> list[tuple[str, str]]:
+    """Each part of the step (``costmodel.STEP_PARTS``) whose model misses it by more than
+    ``tolerance`` of the part and by more than half the tolerance of the whole step: the
+    parts that can explain a step's miss, named ``part_<name>``."""
+    found = []
+    for part in costmodel.STEP_PARTS:
+        if part not in measured or part not in modelled:
+            continue
+        got, want = _number(measured.get(part)), _number(modelled.get(part))
+        if step_s > 0 and abs(want - got) > tolerance * max(got, 1e-12) and abs(want - got) / step_s > tolerance / 2:
+            found.append((f"part_{part[:-2]}", f"{part[:-2]} {got * 1e3:.3g} ms measured against {want * 1e3:.3g} ms "
+                                               f"modelled ({abs(want - got) / step_s:.0%} of the step)"))
+    return found
+
+
+NEGLIGIBLE_PART_S = 1e-6  # a part under a microsecond either side (a commit without agreement) is not shown
+
+
+def parts_text(measured: dict, modelled: dict) -> str:
+    """Each part of the step measured / modelled in ms with the model's error
+    (``costmodel.STEP_PARTS``); a part either side lacks is left out."""
+    shown = []
+    for part in costmodel.STEP_PARTS:
+        got, want = _number(measured.get(part)), _number(modelled.get(part))
+        if part not in measured or part not in modelled or max(got, want) < NEGLIGIBLE_PART_S:
+            continue
+        error = f"{(want - got) / got:+.0%}" if got > 0 else "n/a"
+        shown.append(f"{part[:-2]} {got * 1e3:.3g}/{want * 1e3:.3g} ms ({error})")
+    return "; ".join(shown)
 
 
 def _number(value) -> float:
@@ -169,7 +202,8 @@ def compare_collectives(cal: Calibration, bench: pd.DataFrame, options: dict,
         rows.append({"kind": "collective", "strategy": m.strategy, "mode": "", "ranks": m.ranks,
                      "bytes": m.bytes, "local_batch": "", "other_load_cores": other_cores,
                      **judge(cal, m.strategy, int(m.ranks), float(m.bytes), float(m.time_max_s),
-                             float(model.loc[key, "time_max_s"]), spread, options, other_cores)})
+                             float(model.loc[key, "time_max_s"]), spread, options, other_cores),
+                     "parts": "band " + costmodel.band_of(cal, m.strategy, int(m.ranks), float(m.bytes), options)})
     return rows
 
 
@@ -192,7 +226,8 @@ def modelled_bench_rows(cal: Calibration, bench: pd.DataFrame, options: dict) ->
         rows.append({"strategy": strategy, "ranks": int(ranks), "bytes": int(nbytes), "iterations": "",
                      "time_min_s": t, "time_avg_s": t, "time_max_s": t, "algbw_gbps": algbw,
                      "busbw_gbps": busbw, "errors": "", "tag": "modelled",
-                     "model_ratio": float(measured_s) / t if t > 0 and measured_s else None})
+                     "model_ratio": float(measured_s) / t if t > 0 and measured_s else None,
+                     "note": "model band " + costmodel.band_of(cal, strategy, int(ranks), float(nbytes), options)})
     return rows
 
 

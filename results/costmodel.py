@@ -84,16 +84,42 @@ def native_s(cal: Calibration, p: int, nbytes: float) -> float:
             + share * nbytes * cal.gamma_s_per_byte(nbytes))
 
 
-def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
-    """Predicted time of one synchronisation of ``nbytes`` over ``p`` ranks."""
+def message_bytes(strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
+    """The size of the messages a strategy sends for ``nbytes`` on ``p`` ranks, which picks the
+    alpha-beta band: a ring's segment of a bucket, a PS piece, Open MPI's whole buffer below
+    its switch and a 1/p share above, rd's whole buffer, rabenseifner's largest half."""
     options = options or {}
+    if p <= 1:
+        return nbytes
+    if strategy == "ring":
+        return min(nbytes, options.get("bucket_bytes") or nbytes) / p
+    if strategy == "ps":
+        return nbytes / max(1, min(options.get("ps_shards") or p, p))
+    if strategy in ("native", "blocking", "c_floor", "anchor"):
+        return nbytes if nbytes <= NATIVE_SMALL_BYTES else nbytes / p
+    if strategy in ("rd", "hier"):
+        return nbytes
+    return nbytes / 2 if strategy == "rabenseifner" else nbytes / p
+
+
+def band_of(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> str:
+    """Which alpha-beta band the model used for this collective (see :func:`message_bytes`)."""
+    name, alpha, beta = cal.band(message_bytes(strategy, p, nbytes, options))
+    return f"{name} (alpha {alpha * 1e6:.3g} us, beta {beta * 1e9:.3g} ns/B)"
+
+
+def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
+    """Predicted time of one synchronisation of ``nbytes`` over ``p`` ranks (alpha and beta
+    from the band of the strategy's message size, when calibrated by band)."""
+    options = options or {}
+    cal = cal.in_band(message_bytes(strategy, p, nbytes, options))
     if strategy == "ring":
         bucket = options.get("bucket_bytes") or nbytes
         return ring_s(cal, p, nbytes, max(1, math.ceil(nbytes / max(bucket, 1))))
     if strategy == "ps":
         shards = options.get("ps_shards") or p  # 0: one shard per member
         return ps_s(cal, p, nbytes, shards)
-    if strategy in ("native", "blocking", "c_floor"):  # MPI's own allreduce, however it is called
+    if strategy in ("native", "blocking", "c_floor", "anchor"):  # MPI's own allreduce, however it is called
         return native_s(cal, p, nbytes)
     # Every other strategy (rd, rabenseifner, hier, auto, plugins) keeps its cost beside its code.
     from mpibench.sync.registry import cost_function
@@ -136,6 +162,40 @@ def step_s(cal: Calibration, strategy: str, p: int, local_batch: float, nbytes: 
     evidence = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else 0.0
     return (cal.local_step_s(local_batch, strategy) + sync_s(cal, strategy, p, nbytes, options)
             + loss_stats + evidence)
+
+
+def agreement_s(cal: Calibration, p: int) -> float:
+    """The commit agreement on ``p`` ranks, a collective of its own: the calibrated one-rank
+    figure at p = 1, else the figure calibrated on ``cal.ranks`` ranks scaled by the depth of a
+    binary tree, ceil(log2 p) / ceil(log2 ranks)."""
+    if p <= 1:
+        return cal.agree_self_s
+    if cal.ranks <= 1:
+        return cal.agree_s
+    return cal.agree_s * math.ceil(math.log2(p)) / math.ceil(math.log2(cal.ranks))
+
+
+STEP_PARTS = ("compute_s", "reduction_s", "commit_s", "evidence_s", "check_s", "wait_s")
+
+
+def step_parts(cal: Calibration, strategy: str, p: int, nbytes: float, beside: dict, skew_s: float | None,
+               options: dict | None = None, agrees: bool = True) -> dict:
+    """The modelled step, part by part (seconds; ``STEP_PARTS``).
+
+    compute, evidence and check: the one-rank loop's own parts measured beside the
+    point (``beside``; none without it); reduction: the strategy's modelled sync with
+    the after-compute alpha and beta, plus the sync's local work (pack, apply) from the
+    one-rank loop's sync less its one-rank collective (``beside["reduction_s"]``); commit: :func:`agreement_s` when the run ``agrees``
+    on every commit (a fault schedule's recovery does; a fault-free run commits without a
+    protocol, so zero); wait for the last rank: the arrival skew the measured parts
+    predict (``skew_s``), zero at p = 1."""
+    parts = {k: beside.get(k) for k in ("compute_s", "evidence_s", "check_s")}
+    local = beside.get("reduction_s")
+    local = max(float(local) - cal.call_overhead_s, 0.0) if local is not None and local == local else 0.0
+    parts["reduction_s"] = local + sync_s(cal.in_step(), strategy, p, nbytes, options)
+    parts["commit_s"] = agreement_s(cal, p) if agrees else 0.0
+    parts["wait_s"] = (skew_s or 0.0) if p > 1 else 0.0
+    return {k: parts[k] for k in STEP_PARTS}
 
 
 def speedup(cal: Calibration, strategy: str, p: int, nbytes: float, mode: str,

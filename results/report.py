@@ -20,7 +20,7 @@ import pandas as pd
 from .htmlparts import esc
 from . import inputs
 from .inputs import RunFiles, disagreements, load
-from .page import banner, bench, findings, matrix, scenarios, sweep
+from .page import banner, bench, findings, launch, matrix, scenarios, sweep
 from .page.verdict import verdict_of
 
 INVARIANTS = ("equivalence", "replicas", "accounting", "membership", "data", "coverage")
@@ -156,7 +156,8 @@ def build(out_dir: str, progress=None) -> str:
     scenario_html = scenarios.section(files, say)
     say("benchmarks and findings")
     body = "\n".join([
-        header(files), banner.banner(verdict, disagreements(files)), matrix.matrix(verdict), nav(),
+        header(files), banner.banner(verdict, disagreements(files)), launch.section(files.info),
+        matrix.matrix(verdict), nav(),
         scenario_html, sweep.section(files), findings.section(files, verdict, comparison),
         bench.section(files, cal, comparison), section_checked(files["invariants.csv"])])
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -73,7 +73,7 @@ class Builder:
 
     def _open(self, w: int, step: int, replacement: bool) -> None:
         name = f"worker-{w}.joined-{step:04d}.jsonl" if replacement else f"worker-{w}.jsonl"
-        self.files[name] = [{"kind": "open", "schema": 1, "worker": w, "joined_step": step,
+        self.files[name] = [{"kind": "open", "schema": 2, "worker": w, "joined_step": step,
                              "replacement": replacement}]
         self.current[w] = name
 
@@ -127,10 +127,11 @@ class Builder:
             batches[w], after = self.walkers[w].batch(self.cursor[w])
             self.cursor[w], batches[w] = after, (batches[w], self.cursor[w], after)
         total = np.zeros_like(self.params)
-        count, rows = 0, []
+        count, rows, own_losses = 0, [], {}
         for w in group:
             idx = batches[w][0]
             g, n, losses = self.model.loss_and_grad_sum(self.params, self.data.features[idx], self.data.labels[idx])
+            own_losses[w] = np.asarray(losses, dtype=np.float32).copy()
             total += g
             count += n
             rows.append((n, losses.astype(np.float64).sum(), np.square(losses.astype(np.float64)).sum()))
@@ -140,7 +141,7 @@ class Builder:
         mean = sum(r[1] for r in rows) / n_all if n_all else None
         var = sum(r[2] for r in rows) / n_all - mean * mean if n_all else None
         red = {"contributing": sorted(group), "effective_batch": count, "mean": mean, "var": var,
-               "before": before, "after": self.params, "group": sorted(group)}
+               "before": before, "after": self.params, "group": sorted(group), "losses": own_losses}
         for w in live:
             if w in side:
                 idx, cur, after = batches[w]
@@ -155,7 +156,7 @@ class Builder:
     def _attempt(self, w, s, attempt, role, members, group, cur, after, batch, red, error=None) -> None:
         mine_before = red["before"] if red and role != "stall" else self.own[w]
         mine_after = red["after"] if red and role != "stall" else self.own[w]
-        full = bool(group) and min(group) == w
+        full = role == "contribute" and red is not None and error is None
         n = len(self.params) + 1
         self._put(w, {
             "kind": "attempt", "step": s, "attempt": attempt, "role": role, "members": sorted(members),
@@ -166,8 +167,8 @@ class Builder:
             "effective_batch": red["effective_batch"] if red else None,
             "pieces": [[0, n]] if red else None, "total_length": n if red else None,
             "loss_mean": red["mean"] if red else None, "loss_var": red["var"] if red else None,
-            "error": error, "full_before": b64(mine_before) if full else None,
-            "full_after": b64(mine_after) if full else None})
+            "error": error, "full_after": b64(mine_after) if full else None,
+            "losses": b64(red["losses"][w]) if full else None})
 
     # ------------------------------------------------------------------ the folder
     def run(self) -> "Builder":
@@ -180,7 +181,7 @@ class Builder:
 
     def case_info(self) -> dict:
         sim = self.sim
-        return {"schema": 1, "case": CASE.format(sim.recovery), "index": 0, "scenario": "synthetic",
+        return {"schema": 2, "case": CASE.format(sim.recovery), "index": 0, "scenario": "synthetic",
                 "strategy": "ring", "recovery": sim.recovery, "world_size": sim.world, "seed": sim.seed,
                 "config": self.config.as_dict(),
                 "schedule": {"kills": [{"rank": r, "step": s, "phase": "before_compute", "messages": 1}

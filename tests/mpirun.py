@@ -61,9 +61,11 @@ def run_mpi(n: int, args: list[str], out: Path | None = None, timeout: float = 1
     return run_command(cmd, timeout, out)
 
 
-def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Path | None = None) -> Job:
+def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Path | None = None,
+                env: dict | None = None) -> Job:
+    """``cmd`` in its own process group, killed after ``timeout`` s (``env``: default mpi_env())."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi_env(), start_new_session=True, cwd=cwd)
+                            env=mpi_env() if env is None else env, start_new_session=True, cwd=cwd)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -121,7 +121,9 @@ def test_human_bytes():
 # ---------------------------------------------------------------------------- whole runs
 def _check_measured(rows, ranks):
     m = rows[rows.tag == "measured"]
-    assert (m.errors.astype(int) == 0).all() and (m.ranks == ranks).all()
+    unchecked = m.errors.astype(str) == ""
+    assert set(m[unchecked].strategy) <= {"floor", "anchor"}  # no reduction of its own / checked by the tool
+    assert (m[~unchecked].errors.astype(int) == 0).all() and (m.ranks == ranks).all()
     for col in ("time_min_s", "time_avg_s", "time_max_s"):
         m[col] = m[col].astype(float)
     assert (m.time_min_s <= m.time_avg_s + 1e-12).all() and (m.time_avg_s <= m.time_max_s + 1e-12).all()
@@ -138,8 +140,11 @@ def test_bench_writes_baselines_strategies_and_modelled_rows(tmp_path):
     assert list(rows.columns) == BENCH_COLUMNS
     m = _check_measured(rows, 3)
     names = set(m.strategy)
-    assert names == {"blocking", "c_floor", *registered()}  # mpicc ships with the PyPI Open MPI
+    assert names == {"blocking", "c_floor", "floor", *registered()}  # mpicc ships with the PyPI Open MPI
     assert len(m) == 4 * len(names) and sorted(set(m.bytes)) == [4, 12, 4096, 1 << 20]
+    floor = m[m.strategy == "floor"]
+    assert (floor.errors == "").all() and floor.label.str.contains("no MPI").all()
+    m = m[m.strategy != "floor"]  # not a collective: no modelled twin
     assert (m[m.strategy == "blocking"].vs_blocking.astype(float) == 1.0).all()
     assert set(m[m.strategy.isin(registered())].in_place) == {True}
     assert set(m[m.strategy == "blocking"].in_place) == {False}
@@ -156,7 +161,7 @@ def test_bench_writes_baselines_strategies_and_modelled_rows(tmp_path):
     flagged = comparison[~comparison.within.astype(bool)]
     assert (flagged.cause != "").all()
     assert "calibration" in json.loads((tmp_path / "run.json").read_text())
-    assert job.stdout.count("bench  ") == len(m) + 1  # header and one line per measured row
+    assert job.stdout.count("bench  ") == len(m) + len(floor) + 1  # header and one line per measured row
     assert "# Avg bus bandwidth" in job.stdout
 
 
@@ -172,7 +177,8 @@ def test_bench_reuses_a_calibration_and_sweeps_sizes_at_float64(tmp_path):
     assert "calibrating" not in job.stdout and "strategies left out at float64" in job.stdout
     rows = job.csv("bench.csv")
     m = _check_measured(rows, 2)
-    assert set(m.strategy) == {"blocking"} and sorted(m.bytes) == [8, 128, 2048, 32768]
+    assert set(m.strategy) == {"blocking", "floor"} and sorted(set(m.bytes)) == [8, 128, 2048, 32768]
+    m = m[m.strategy == "blocking"]
     assert set(m.dtype) == {"float64"} and set(m.in_place) == {True} and (m["count"] * 8 == m.bytes).all()
     assert (rows.tag == "modelled").sum() == len(m)
 
@@ -208,7 +214,7 @@ def test_a_wrong_reduction_fails_the_bench(tmp_path):
     job = run_command(cmd, timeout=120, out=tmp_path)
     assert job.returncode == 1, job.text[-3000:]
     rows = job.csv("bench.csv").set_index("strategy")
-    assert rows.loc["ring", "errors"] == 2 and rows.loc["native", "errors"] == 0
+    assert rows.loc["ring", "errors"] == 1 and rows.loc["native", "errors"] == 0  # one round: one checked call
     assert rows.loc["blocking", "errors"] == 0
     assert "wrong" in job.stdout
 

@@ -73,16 +73,27 @@ def test_equivalence_catches_a_step_not_starting_from_the_last_commit_at_any_che
     assert "not from the commit of step 2" in verdict.first_violation.detail
 
 
-def test_thinning_skips_only_the_reference(tmp_path):
-    verdict = judge(tmp_path, Sim(check_every=2), lambda files, info: _shift_update(files, 3))
-    # Step 3's update is not compared with the reference; the history checks still run there.
-    assert (3, "equivalence") not in failures(verdict)
-    rows = {r.step: r.detail for r in verdict.cases[0].rows if r.invariant == "equivalence"}
-    assert "reference skipped" in rows[3] and "reference skipped" not in rows[4]
-    assert {(3, n) for n in ("replicas", "accounting", "membership", "data", "coverage")} <= \
-        {(r.step, r.invariant) for r in verdict.cases[0].rows}
+@pytest.mark.parametrize("every", [2, 4])
+def test_the_verdict_of_record_compares_every_step_at_any_check_every(tmp_path, every):
+    verdict = judge(tmp_path, Sim(check_every=every), lambda files, info: _shift_update(files, 3))
+    assert first(verdict) == (3, "equivalence")
+    assert "differs from the reference" in verdict.first_violation.detail
+
+
+def test_the_online_check_thins_only_the_reference(tmp_path):
+    from mpibench.check import check_case
+
+    out = build(tmp_path, Sim(check_every=2), lambda files, info: _shift_update(files, 3))
+    case = check_case(str(next((out / "history").iterdir())))  # as during the run: --check-every 2
+    rows = {(r.step, r.invariant): r for r in case.rows}
+    # Step 3's update is not compared with the reference online; the history checks still run there.
+    assert rows[(3, "equivalence")].passed and "reference skipped" in rows[(3, "equivalence")].detail
+    assert {(3, n) for n in ("replicas", "accounting", "membership", "data", "coverage", "contract")} <= set(rows)
     # The recorded step 4 started from the honest step-3 parameters, not the planted ones.
-    assert first(verdict) == (4, "equivalence")
+    assert (case.first_violation.step, case.first_violation.invariant) == (4, "equivalence")
+    assert case.reference_every == 2
+    # The job's final verdict judges such a case again in full instead of taking it as it is.
+    assert first(check_run(str(out), {case.case: case})) == (3, "equivalence")
 
 
 def test_replicas_catches_a_diverged_replica(tmp_path):
@@ -161,7 +172,8 @@ def test_data_catches_a_batch_from_the_wrong_place(tmp_path):
     def tamper(files, info):
         r = find(files, 1, 1)
         assert len(r["batch"]) > 1
-        r["batch"] = list(reversed(r["batch"]))
+        r["batch"] = list(reversed(r["batch"]))  # a consistent record of a wrong walk: losses follow
+        r["losses"] = b64(np.frombuffer(base64.b64decode(r["losses"]), dtype="<f4")[::-1])
     verdict = judge(tmp_path, tamper=tamper)
     assert first(verdict) == (1, "data")
 

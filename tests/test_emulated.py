@@ -203,7 +203,7 @@ def test_each_strategy_moves_what_its_policy_promises(tmp_path, aware):
         job = launch(2, ["run", "--strategy", strategy, "--device", "emulated", "--steps", "3",
                          "--bucket-bytes", "256"], out, aware, timeout=120)
         checks = job.csv("invariants.csv")
-        assert len(checks) == 3 * 6 and passed(checks).all(), job.text
+        assert len(checks) == 3 * 7 and passed(checks).all(), job.text  # six invariants and the contract
         rows = job.csv("transfers.csv")
         assert list(rows["step"]) == [0, 1, 2], job.text
         check_policy(rows, aware, lambda r: 2)

@@ -1,12 +1,13 @@
-"""A respawn the launcher cannot honour ends as "could not run", in one line.
+"""A respawn the launcher cannot honour is found before the case starts and left out.
 
-``mpirun -n 2`` on exactly two slots leaves no room for a replacement: the
-survivors' ``Spawn`` fails. That is a property of the allocation, not a
-defect of the reduction, so the job says so once and the verdict is
-"cannot judge" (exit 3), never a pass or a violation.
+``mpirun -n 2`` on exactly two slots leaves no room for a replacement. That is
+a property of the allocation, not a defect of the reduction: the launch probe
+sees no free slot, the case is recorded as not run with what it needs, and the
+status is partial (exit 4), never a pass or a violation.
 """
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -23,15 +24,16 @@ def two_slots_only() -> list[str]:
 
 
 @pytest.mark.parametrize("scenario", ["kill-before-compute", "kill-coordinator"])
-def test_refused_spawn_is_could_not_run(tmp_path, scenario):
+def test_respawn_without_a_free_slot_is_not_run(tmp_path, scenario):
     out = tmp_path / "run"
     cmd = two_slots_only() + ["-n", "2", sys.executable, "-m", "mpibench", "run", "--scenario", scenario,
                               "--recovery", "respawn", "--steps", "6", "--out", str(out)]
     job = run_command(cmd, timeout=120)
-    lines = [line for line in job.stderr.splitlines() if line.startswith("mpibench: could not run:")]
-    assert job.returncode != 0, job.text
-    assert len(lines) == 1, job.text
-    assert "--oversubscribe" in lines[0] and "Traceback" not in job.text
+    assert job.returncode == 4, job.text  # found by the launch probe before the case started
+    assert "spawn: no free slot: 2 rank(s) fill the 2 slot(s)" in job.stdout, job.text
+    assert f"needs --oversubscribe (or more slots than ranks): each replacement needs a free slot: " \
+           f"{scenario}/native/respawn" in job.stdout and "Traceback" not in job.text
+    phase = json.loads((out / "phases" / f"000-{scenario}-native-respawn.json").read_text())
+    assert phase["status"] == "not_run" and "--oversubscribe" in phase["needs"]
     verdict = run_cli(["check", str(out)])
-    assert verdict.returncode == 3, verdict.text
-    assert "cannot judge" in verdict.text
+    assert verdict.returncode != 0, verdict.text  # a case that did not run is never a pass

@@ -165,6 +165,29 @@ def test_main_job_with_srun_pmix(submit):
     assert "launcher: srun" in job.log
 
 
+MPICH_VENV = Path(__file__).resolve().parents[1] / ".venv-mpich"
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("launch", ["srun-pmi2", "hydra"])
+def test_mpich_run_under_slurm(submit, launch):
+    """An MPICH-family MPI (the PyPI wheel, make venv MPI=mpich): srun --mpi=pmi2 and its
+    own mpiexec inside the allocation; a fault-free run passes, a kill is left out (4)."""
+    if not (MPICH_VENV / "bin" / "python").exists():
+        pytest.skip("no .venv-mpich: make venv MPI=mpich")
+    env = {"MPIBENCH_VENV": str(MPICH_VENV), "MPIBENCH_LAUNCH": "srun" if launch == "srun-pmi2" else "mpirun",
+           "MPIBENCH_SRUN_MPI": "pmi2"}
+    job = submit("mpibench.sbatch", "run", "--strategy", "ring", *SMALL, tasks=4, env=env)
+    assert job.returncode == 0, job.text
+    check_run_folder(submit.results / f"mpibench-{job.job_id}", 4, ulfm=False)
+    killed = submit("mpibench.sbatch", "run", "--strategy", "ring", "--scenario", "kill-before-compute", *SMALL,
+                    tasks=4, env=env)
+    # The job exits 4 (its one case left out); the script's status is then the checker's
+    # answer for a folder in which nothing ran, never a pass.
+    assert killed.returncode in (3, 4), killed.text
+    assert "needs process-fault tolerance, which this MPI (MPICH) does not offer here" in killed.log
+
+
 # A violated invariant (exit 1, through a known-bad reduction) and bad usage (exit 2)
 # must each fail the job, under either launcher.
 FAILING = {"violation-mpirun": ("mpirun", ["--mutant", "unweighted", "--scenario", "short-epochs"],

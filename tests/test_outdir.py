@@ -79,16 +79,21 @@ def test_two_default_runs_leave_two_complete_folders_and_a_refused_run_changes_n
         assert len((folder / "steps.csv").read_text().splitlines()) == 1 + 3
     assert os.readlink(tmp_path / "mpibench-out" / "latest") == runs[-1].name
     assert f"-> mpibench-out/{runs[0].name}" in first.stdout
-    # refused: a folder that holds results, without --force; bad input with --force;
-    # a kill scenario without ULFM, with --force: each leaves every byte where it was
+    # refused: a folder that holds results, without --force; bad input with --force:
+    # each leaves every byte where it was
     before = snapshot(tmp_path)
-    no_ulfm = [c for c in mpirun_command() if c not in ("--with-ft", "ulfm")]
-    for args, mpirun in ((["run", "--out", str(runs[0])], None),
-                         (["run", "--out", str(runs[0]), "--force", "--seed", "-1"], None),
-                         (["run", "--out", str(runs[0]), "--force", "--scenario", "kill-before-compute"], no_ulfm)):
-        job = launch(tmp_path, args, mpirun)
+    for args in (["run", "--out", str(runs[0])], ["run", "--out", str(runs[0]), "--force", "--seed", "-1"]):
+        job = launch(tmp_path, args)
         assert job.returncode == 2 and "Traceback" not in job.text, job.text
         assert snapshot(tmp_path) == before, args
+    # a kill scenario without ULFM is not bad input: its own folder records the case as not
+    # run (exit 4), and the earlier folders stay as they were
+    no_ulfm = [c for c in mpirun_command() if c not in ("--with-ft", "ulfm")]
+    job = launch(tmp_path, ["run", "--out", str(tmp_path / "partial"), "--scenario", "kill-before-compute"], no_ulfm)
+    assert job.returncode == 4 and "Traceback" not in job.text, job.text
+    assert (tmp_path / "partial" / "phases" / "000-kill-before-compute-native-shrink.json").exists()
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if "partial" not in str(k)} == before
 
 
 @pytest.mark.mpi

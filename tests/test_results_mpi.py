@@ -54,6 +54,26 @@ def test_scaling_measures_every_point_and_models_it(run):
     assert measured[measured.ranks == 1].speedup.eq(1.0).all()
 
 
+def test_scaling_carries_the_step_part_by_part_measured_and_modelled(run):
+    from mpibench.results.costmodel import STEP_PARTS
+
+    scaling = pd.read_csv(run / "scaling.csv")
+    measured, modelled = scaling[scaling.tag == "measured"], scaling[scaling.tag == "modelled"]
+    for part in STEP_PARTS:
+        assert (measured[part] >= 0).all() and measured[part].notna().all(), part
+        assert modelled[part].notna().all(), part
+    assert (measured.compute_s > 0).all() and (measured.reduction_s > 0).all()
+    assert (modelled.commit_s == 0).all()  # the fault-free scenario commits without an agreement
+    assert (measured.reduction_s <= measured.sync_time_s * 1.5 + 1e-9).all()  # a median of per-step minima
+    assert (modelled[modelled.ranks == 1].wait_s == 0).all() and (measured.one_rank_compute_s > 0).all()
+    assert (measured.one_rank_reduction_s > 0).all() and (modelled.reduction_s > 0).all()
+    cal = json.loads((run / "run.json").read_text())["calibration"]
+    assert cal["agree_s"] > 0 and cal["agree_self_s"] > 0 and cal["how"]["agree_s"]
+    comparison = pd.read_csv(run / "comparison.csv", keep_default_na=False)
+    steps = comparison[comparison.kind == "step"]
+    assert steps.parts.str.contains("reduction").all() and steps.parts.str.contains("compute").all()
+
+
 def test_comparison_flags_every_disagreement_with_a_cause(run):
     comparison = pd.read_csv(run / "comparison.csv", keep_default_na=False)
     assert (comparison.kind == "step").sum() == 18 and (comparison.kind == "collective").sum() == 3

@@ -221,11 +221,14 @@ def test_bad_schedule_file_exits_2_with_one_line(tmp_path):
     assert small.returncode == 2 and "needs at least 3 ranks" in small.stderr
 
 
-def test_kill_scenarios_refuse_without_ulfm(tmp_path):
+def test_kill_scenarios_are_not_run_without_ulfm(tmp_path):
     plain = [c for c in mpirun_command() if c not in ("--with-ft", "ulfm")]
     job = run_mpi(2, ["run", "--scenario", "kill-before-compute"], tmp_path, timeout=60, mpirun=plain)
-    assert job.returncode == 2, job.text
-    assert "--with-ft ulfm" in job.stderr
+    assert job.returncode == 4, job.text  # partial: the one planned case was not run
+    assert "needs --with-ft ulfm: kill-before-compute/native" in job.stdout and "Traceback" not in job.text
+    phase = json.loads((tmp_path / "phases" / "000-kill-before-compute-native-shrink.json").read_text())
+    assert phase == {"phase": "000-kill-before-compute-native-shrink", "status": "not_run", "needs": "--with-ft ulfm"}
+    assert not (tmp_path / "history").exists(), "nothing of the case ran"
 
 
 def test_a_run_that_cannot_progress_ends_with_a_diagnostic(tmp_path):

@@ -86,7 +86,8 @@ def test_the_outcome_is_the_checkers_verdict_not_the_launchers_status(tmp_path):
     assert judge(case, honest, JobResult(1, 0.1, 10, "", "Traceback ..."), "replay").outcome == CRASH
     # mpirun can exit 0 after a violation: the history still says so
     result = judge(case, planted, JobResult(0, 0.1, 10, "", ""), "replay")
-    assert (result.outcome, result.violations, result.first_violation) == (VIOLATION, 1, "3 replicas")
+    # (the diverged replica also breaks its own parameter chain at step 4: a 'contract' violation)
+    assert (result.outcome, result.violations, result.first_violation) == (VIOLATION, 2, "3 replicas")
     # no history: never a pass, even when the launcher says 0
     result = judge(case, empty, JobResult(0, 0.1, 10, "", ""), "replay")
     assert result.outcome == NO_VERDICT and "no run.json" in result.first_violation

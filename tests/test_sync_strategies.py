@@ -32,7 +32,7 @@ def test_every_strategy_equals_native_for_every_size_up_to_8():
 
 def _all_passed(job, steps: int):
     invariants = job.csv("invariants.csv")
-    assert len(invariants) == 6 * steps
+    assert len(invariants) == 7 * steps  # six invariants and the contract
     bad = invariants[invariants.passed.astype(str).str.lower() != "true"]
     assert bad.empty, bad
 

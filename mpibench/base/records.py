@@ -18,7 +18,8 @@ STATUS_FILE = "case-status.json"
 
 STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", "contributing",
                 "excluded", "effective_batch", "epoch_ends", "loss_mean", "loss_var",
-                "step_time_s", "sync_time_s", "check_time_s", "algorithm"]
+                "step_time_s", "sync_time_s", "check_time_s", "algorithm",
+                "compute_s", "commit_s", "evidence_s"]  # the step's parts (engine/steprecord.py)
 # invariants.csv is written by the checker (mpibench.check.outputs), after the run.
 INVARIANT_COLUMNS = ["scenario", "strategy", "recovery", "step", "invariant", "passed", "detail"]
 FAULT_COLUMNS = ["scenario", "strategy", "step", "phase", "rank", "kind", "detail"]

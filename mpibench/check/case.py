@@ -31,16 +31,17 @@ class StepView:
     start_digest: str = ""  # the parameters the last commit left (what this step must start from)
     start_step: int | None = None  # that commit's step (None: the initial parameters)
 
-    @property
+    # Cached: a view is complete before it is handed to the invariants, which only read it.
+    @cached_property
     def commits(self) -> list[Attempt]:
         return [a for a in self.attempts if a.decision == "commit"]
 
-    @property
+    @cached_property
     def active(self) -> list[Attempt]:
         """Commits of workers that took part (contributed or were dropped late), not stalled ones."""
         return [a for a in self.commits if a.role != "stall"]
 
-    @property
+    @cached_property
     def agreed(self) -> Attempt | None:
         """The commit the step's record stands on: the lowest worker id's."""
         active = sorted(self.active, key=lambda a: (a.worker, a.file))
@@ -50,7 +51,7 @@ class StepView:
 class CaseModel:
     """The case as the checker sees it: its info, its files and its steps."""
 
-    def __init__(self, case_dir: str):
+    def __init__(self, case_dir: str, reference_every: int | None = None):
         self.dir = case_dir
         self.name = os.path.basename(os.path.normpath(case_dir))
         self.info = read_case_json(case_dir)
@@ -58,6 +59,9 @@ class CaseModel:
         self.plan = FaultPlan.from_case(self.info)
         self.steps = int(self.config["steps"])
         self.check_every = int(self.config.get("check_every", 1))
+        # The float64 reference runs on steps divisible by this: the run's --check-every for the
+        # online check, 1 (every step) for the verdict of record.
+        self.reference_every = self.check_every if reference_every is None else int(reference_every)
         self.files = read_worker_files(case_dir)
         self._require_complete()
         self.state: dict = {}  # what invariants carry from step to step
@@ -102,11 +106,15 @@ class CaseModel:
     def walker(self) -> Walker:
         return Walker(self.info["seed"], self.shards, int(self.config["batch_size"]))
 
+    @cached_property
+    def initial_params(self) -> np.ndarray:
+        c = self.config
+        return seeding.initial_params(self.info["seed"], c["features"], c["hidden"], c["classes"])
+
     def initial_digest(self) -> str:
         from .history import params_digest
 
-        c = self.config
-        return params_digest(seeding.initial_params(self.info["seed"], c["features"], c["hidden"], c["classes"]))
+        return params_digest(self.initial_params)
 
     # ------------------------------------------------------------------ steps
     def views(self):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SCHEMA = 1
+SCHEMA = 2
 FILE_NAME = re.compile(r"^worker-(\d+)(?:\.joined-(\d{4}))?(?:\.(\d+))?\.jsonl$")
 
 
@@ -43,9 +43,10 @@ class Attempt:
     loss_mean: float | None
     loss_var: float | None
     error: str | None
-    full_before: str | None
-    full_after: str | None
+    full_after: str | None  # the worker's parameters after the step (contributors)
+    losses: str | None  # the worker's per-sample float32 losses (contributors)
     decision: str | None = None  # None: the worker never returned from the agreement
+    algorithm: str | None = None  # what a choosing strategy reduced with
     file: str = ""
     worker: int = -1
 
@@ -71,6 +72,9 @@ def digest(raw: bytes) -> str:
 
 def full_params(b64: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(b64), dtype="<f4").astype(np.float32)
+
+
+floats32 = full_params  # the per-sample losses use the same encoding
 
 
 def params_digest(params: np.ndarray) -> str:
@@ -125,47 +129,53 @@ def read_worker_file(path: str) -> WorkerFile:
 def _build(path: str, records: list[dict]) -> WorkerFile:
     head = records[0]
     wf = WorkerFile(os.path.basename(path), int(head["worker"]), int(head["joined_step"]), bool(head["replacement"]))
+    pending = None  # the last attempt's record, until its decision (or the next record) arrives
     try:
         for r in records[1:]:
             kind = r["kind"]
-            if kind == "attempt":
-                wf.attempts.append(_attempt(r, wf))
-            elif kind == "decision":
-                last = wf.attempts[-1] if wf.attempts else None
-                if last is None or (last.step, last.attempt) != (r["step"], r["attempt"]) or last.decision:
+            if kind == "decision":
+                if pending is None or (pending["step"], pending["attempt"]) != (r["step"], r["attempt"]):
                     raise CannotJudge(f"{_short(path)}: decision for step {r['step']} without its attempt")
-                wf.attempts[-1] = _with_decision(last, r["decision"])
+                if r["decision"] not in DECISIONS:
+                    raise ValueError(f"decision {r['decision']!r}")
+                wf.attempts.append(_attempt(pending, wf, r["decision"]))
+                pending = None
+                continue
+            if pending is not None:  # an attempt whose agreement never returned
+                wf.attempts.append(_attempt(pending, wf, None))
+                pending = None
+            if kind == "attempt":
+                pending = r
             elif kind == "resync":
                 wf.resyncs.append((int(r["step"]), r["params"]))
             elif kind == "close":
                 wf.closed_steps = int(r["steps"])
             else:
                 raise CannotJudge(f"{_short(path)}: unknown record kind {kind!r}")
+        if pending is not None:
+            wf.attempts.append(_attempt(pending, wf, None))
     except (KeyError, TypeError, ValueError) as exc:
         raise CannotJudge(f"{_short(path)}: malformed record ({type(exc).__name__}: {exc})") from None
     return wf
+
+
+DECISIONS = ("commit", "retry", "skip")
 
 
 def _tuple(value):
     return None if value is None else tuple(tuple(v) if isinstance(v, list) else v for v in value)
 
 
-def _attempt(r: dict, wf: WorkerFile) -> Attempt:
+def _attempt(r: dict, wf: WorkerFile, decision: str | None) -> Attempt:
     return Attempt(
         step=int(r["step"]), attempt=int(r["attempt"]), role=r["role"], members=tuple(r["members"]),
         group=tuple(r["group"]), cursor_before=tuple(r["cursor_before"]), cursor_after=tuple(r["cursor_after"]),
         batch=tuple(r["batch"]), params_before=r["params_before"], params_after=r["params_after"],
-        contributing=_tuple(r["contributing"]), effective_batch=r["effective_batch"], pieces=_tuple(r["pieces"]),
+        contributing=None if r["contributing"] is None else tuple(r["contributing"]),
+        effective_batch=r["effective_batch"], pieces=_tuple(r["pieces"]),
         total_length=r["total_length"], loss_mean=r["loss_mean"], loss_var=r["loss_var"], error=r["error"],
-        full_before=r["full_before"], full_after=r["full_after"], file=wf.name, worker=wf.worker)
-
-
-def _with_decision(a: Attempt, decision: str) -> Attempt:
-    from dataclasses import replace
-
-    if decision not in ("commit", "retry", "skip"):
-        raise ValueError(f"decision {decision!r}")
-    return replace(a, decision=decision)
+        full_after=r["full_after"], losses=r["losses"], decision=decision, algorithm=r.get("algorithm"),
+        file=wf.name, worker=wf.worker)
 
 
 def _short(path: str) -> str:

@@ -45,6 +45,7 @@ class CaseVerdict:
     steps: int = 0  # steps that committed
     replay: str = ""
     rows: list = field(default_factory=list)
+    reference_every: int = 1  # the float64 reference ran on steps divisible by this
 
     @property
     def checks(self) -> int:
@@ -83,12 +84,15 @@ class RunVerdict:
         return next((c.first_violation for c in self.cases if c.first_violation), None)
 
 
-def check_case(case_dir: str) -> CaseVerdict:
-    """Judge one case from its history folder."""
+def check_case(case_dir: str, reference_every: int | None = None) -> CaseVerdict:
+    """Judge one case from its history folder.
+
+    ``reference_every``: compare with the float64 reference on steps divisible by it
+    (None: the case's own ``--check-every``, as the online check does; 1: every step)."""
     name = os.path.basename(os.path.normpath(case_dir))
     verdict = CaseVerdict(name)
     try:
-        case = CaseModel(case_dir)
+        case = CaseModel(case_dir, reference_every)
     except CannotJudge as exc:
         verdict.reason = str(exc)
         return verdict
@@ -98,6 +102,7 @@ def check_case(case_dir: str) -> CaseVerdict:
     info = case.info
     verdict.scenario, verdict.strategy = info.get("scenario", ""), info.get("strategy", "")
     verdict.recovery, verdict.replay = info.get("recovery", ""), info.get("replay", "")
+    verdict.reference_every = case.reference_every
     for view in case.views():
         verdict.steps += view.agreed is not None
         for inv in (INVARIANTS if view.agreed is not None else NO_COMMIT):
@@ -132,8 +137,10 @@ def check_run(out_dir: str, checked: dict | None = None, after_verdict=()) -> Ru
     (:mod:`.completeness`); fail if any case fails, else unknown if anything is unknown.
 
     ``checked``: case id -> CaseVerdict already reached on that case's complete history in
-    this process (taken as it is, not judged again). ``after_verdict``: planned phases
-    that follow this judgement (the job's page).
+    this process (taken as it is, not judged again, if it compared every step with the
+    reference; a thinned online verdict is judged again in full, so the verdict of record
+    is the same whether it comes from the job or from ``check DIR``). ``after_verdict``:
+    planned phases that follow this judgement (the job's page).
     """
     phases = completeness.account(out_dir, after_verdict)
     verdict = _check_cases(out_dir, checked or {}, phases.not_run)
@@ -148,12 +155,12 @@ def _check_cases(out_dir: str, checked: dict, not_run) -> RunVerdict:
     cases = []
     for cid in (c for c in ids if c not in not_run):  # a case the launch could not run has no history
         folder = os.path.join(out_dir, "history", cid)
-        if cid in checked:
+        if cid in checked and checked[cid].reference_every == 1:
             cases.append(checked[cid])
         elif not os.path.isdir(folder):
             cases.append(CaseVerdict(cid, reason=f"history/{cid} missing"))
         else:
-            cases.append(check_case(folder))
+            cases.append(check_case(folder, reference_every=1))
     failed = [c for c in cases if c.verdict == "fail"]
     unknown = [c for c in cases if c.verdict == "unknown"]
     if failed:

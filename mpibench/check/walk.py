@@ -39,6 +39,16 @@ class Walker:
             self._orders[key] = seeding.epoch_order(self.seed, w, self.shards[w], epoch)
         return self._orders[key]
 
+    def slice_at(self, w: int, cursor: tuple) -> tuple[np.ndarray, tuple]:
+        """Worker ``w``'s batch at ``cursor`` ``(epoch, position)`` and the cursor after it
+        (without moving the walk: for judging what a record claims)."""
+        epoch, pos = int(cursor[0]), int(cursor[1])
+        shard_len = len(self.shards[w])
+        if shard_len == 0:
+            return self.shards[w][:0], (epoch, pos)
+        end = min(pos + self.batch_size, shard_len)
+        return self.order(w, epoch)[pos:end], ((epoch + 1, 0) if end == shard_len else (epoch, end))
+
     def take(self, w: int, step: int, batch: tuple) -> Slip | None:
         """Compare ``batch`` with worker ``w``'s next slice and move on (by the oracle's walk)."""
         epoch, pos = self.cursor[w]

@@ -9,7 +9,8 @@ from mpibench.base.config import UsageError
 
 from . import driver_commands, job_commands, offline_commands
 from .options import config_from, out_request, run_options
-from .usage import fail_usage, guarded
+from .selflaunch import DEFAULT_RANKS, launch_main_job, under_launcher
+from .usage import fail_usage, guarded, launched_size
 
 
 class Cli(click.Group):
@@ -33,20 +34,27 @@ class Cli(click.Group):
 @click.group(cls=Cli, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @run_options
+@click.option("--np", "ranks", type=click.IntRange(min=1), default=None,
+              help=f"ranks to start when run without a launcher [default: {DEFAULT_RANKS}]; "
+                   "under mpirun its -n decides")
 @click.pass_context
-def main(ctx, **kw):
+def main(ctx, ranks, **kw):
     """MPI benchmark and correctness suite for data-parallel gradient sync.
 
-    Without a command (under mpirun) this is the main job: every named fault
-    scenario under ring, PS and auto with identical schedules (MPIBENCH_STRATEGIES
-    picks other checked strategies), then the collective
-    benchmarks; CSVs, run.json and report.html go to --out, and a summary table
-    is printed. Exit status (from the checker's verdict.json): 0 all invariants
-    held, 1 a violation (the message names step, invariant and the replay
-    command), 2 bad usage or input, 3 the run cannot be judged (its history is
-    incomplete or a planned phase never finished), 4 a partial pass (planned cases
-    the launch could not support were not run; each is named). The verdict comes
-    first, then report.html is built from the judged folder.
+    Without a command this is the main job: every named fault scenario under
+    ring, PS and auto with identical schedules (MPIBENCH_STRATEGIES picks other
+    checked strategies), then the collective benchmarks; CSVs, run.json and
+    report.html go to --out, and a summary table is printed. Before the first
+    case it probes what the launch supports (fault tolerance, spawning, free
+    slots, each host's CPUs); cases it cannot run are left out and named, with
+    the launcher flags that would run them. Started without mpirun, it runs
+    itself under the launcher beside this Python (MPIBENCH_MPIEXEC overrides)
+    on --np ranks and says what it started. Exit status (from the checker's
+    verdict.json): 0 all invariants held, 1 a violation (the message names
+    step, invariant and the replay command), 2 bad usage or input, 3 could not
+    run or the history cannot be judged (or a planned phase never finished), 4 everything that ran passed but some
+    planned cases were not run (this launch cannot support them). The verdict
+    comes first, then report.html is built from the judged folder.
 
     \b
     Example:  mpirun -n 8 --oversubscribe --with-ft ulfm --prtemca state_base_recoverable 1 \\
@@ -56,6 +64,11 @@ def main(ctx, **kw):
         return
     config = config_from("native", "none", **kw)
     request = out_request(kw, "main", config.seed)
+    if not under_launcher():
+        sys.exit(launch_main_job(ranks, sys.argv[1:]))
+    if ranks is not None and ranks != launched_size():
+        raise UsageError(f"--np {ranks} is for a start without a launcher; this launch started "
+                         f"{launched_size()} rank(s) (its -n decides)")
     from mpibench.drive.jobsweep import plan_job_sweep
     from mpibench.job.suite import main_job
 

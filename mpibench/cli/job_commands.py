@@ -90,8 +90,9 @@ def replacement():
 @click.option("--max-bytes", default=None, help="size sweep: largest size (nccl-tests -e)")
 @click.option("--factor", type=float, default=2.0, show_default=True, help="size sweep: multiply by this (-f)")
 @click.option("--strategies", default="all", show_default=True,
-              help="strategies, comma-separated ('all': every registered one; or package.module:Class); "
-                   "the blocking baseline is always measured")
+              help="strategies, comma-separated ('all': every registered one and the rows below; or "
+                   "package.module:Class); also c_floor (the C loop) and floor (the data-movement floor, "
+                   "no MPI); the blocking baseline is always measured")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
               help="element type (strategies reduce float32 only and are left out at float64)")
 @click.option("--in-place/--out-of-place", default=False, show_default=True,
@@ -113,9 +114,12 @@ def replacement():
               help="parameter-server shards (0: one per rank)")
 @click.option("--device", type=click.Choice(DEVICES), default="cpu",
               show_default=True, help="where the buffers live and are reduced (emulated: see run --help)")
+@click.option("--anchor", default=None, metavar="PATH",
+              help="an IMB-MPI1 or osu_allreduce binary you built against the same MPI: launched as its "
+                   "own job in every round and shown as the row 'anchor' (see README, Benchmarks)")
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
-          bucket_bytes, ps_shards, device, c_baseline, model, calibration, **kw):
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
     Every size times, in interleaved rounds, the blocking MPI_Allreduce from
@@ -125,7 +129,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     any reduction was wrong, 3 if --c-baseline on could not be built.
     """
     from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
-    from mpibench.job.bench.plan import validate
+    from mpibench.job.bench.plan import validate, wants_floor
 
     if min_bytes is not None or max_bytes is not None:
         if sizes is not None or min_bytes is None or max_bytes is None:
@@ -137,7 +141,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     plan = BenchPlan(strategies=names, sizes_bytes=tuple(sizes_bytes), dtype=dtype, in_place=in_place,
                      warmup=warmup, iterations=iterations, rounds=rounds, seed=seed,
                      c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
-                     calibration=calibration,
+                     calibration=calibration, anchor=anchor, floor=wants_floor(strategies),
                      options=strategy_options(parse_size(bucket_bytes), ps_shards))
     validate(plan)
     if seed < 0 or ps_shards < 0 or parse_size(bucket_bytes) < 4:

@@ -27,8 +27,7 @@ from pathlib import Path
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
 
-# What `make run` passes to the embedded Open MPI 5 (see the Makefile for why each is needed).
-OPEN_MPI_FLAGS = ("--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1")
+from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
 PREFLIGHT_TIMEOUT_S = 90.0
 
 

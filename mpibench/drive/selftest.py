@@ -53,11 +53,12 @@ class Trial:
     batch_size: int = UNEVEN_BATCH
     group: str = "mutant"  # mutant | equal | control
     check_every: int = 1
+    options: tuple = ()  # further run options the schedule needs (a straggler deadline)
 
     def case(self) -> Case:
         from mpibench.faults import Schedule
 
-        extra = ["--samples", str(self.samples), "--batch-size", str(self.batch_size)]
+        extra = ["--samples", str(self.samples), "--batch-size", str(self.batch_size), *self.options]
         if self.check_every != 1:
             extra += ["--check-every", str(self.check_every)]
         if self.mutant:
@@ -80,7 +81,7 @@ def equal_batches(seed: int, workers: int, min_batch: int = 4, max_batch: int = 
 
 def fault_events():
     """The schedules the recovery mutants need."""
-    from mpibench.faults import Kill, Partition
+    from mpibench.faults import Delay, Kill, Partition
 
     return {
         "dead-leak": (Kill(2, 1, "mid_reduction", 2),),
@@ -91,12 +92,17 @@ def fault_events():
         "shard-swap": (Kill(1, 2, "before_compute"),),
         "keep-aborted": (Kill(2, 1, "after_apply"),),
         "minority-commit": (Partition(((0, 1), (2,)), 1, 3),),
+        "stall-claims-batch": (Partition(((0, 1), (2,)), 1, 3),),
+        "late-keeps-batch": (Delay(2, (1, 2), 0.6, "compute"),),
+        "abort-advances": (Kill(2, 1, "after_apply"),),
     }
 
 
 # Mutants whose schedule lives under another label, and the run options they need.
 FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn"}
-CHECK_EVERY = {"keep-aborted": 2}
+# step3-lr plants its wrong update on a step the online check skips: the verdict of record must not.
+CHECK_EVERY = {"keep-aborted": 2, "step3-lr": 4}
+OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15")}
 
 
 def trials() -> list[Trial]:
@@ -106,7 +112,7 @@ def trials() -> list[Trial]:
         label = FAULTS_OF.get(name, name)
         recovery = "respawn" if label.endswith("respawn") else "shrink"
         plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), WORKERS, True, faults.get(label, ()),
-                          recovery, check_every=CHECK_EVERY.get(name, 1)))
+                          recovery, check_every=CHECK_EVERY.get(name, 1), options=OPTIONS.get(name, ())))
     plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", WORKERS, True,
                       faults["stale-rejoin/respawn"], "respawn"))
     samples, batch = equal_batches(0, WORKERS)
@@ -116,10 +122,17 @@ def trials() -> list[Trial]:
                               batch_size=batch, group="equal"))
     plan.append(Trial("honest/native", None, "native", WORKERS, False, group="control"))
     plan.append(Trial("honest/ring", None, "ring", WORKERS, False, group="control"))
+    plan.append(Trial("honest/check-every-4", None, "native", WORKERS, False, group="control", check_every=4))
+    seen = set()
     for name, events in faults.items():
         recovery = "respawn" if name.endswith("respawn") else "shrink"
+        key = (events, recovery, CHECK_EVERY.get(name, 1), OPTIONS.get(name, ()))
+        if key in seen:  # one honest run per distinct schedule and options
+            continue
+        seen.add(key)
         plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), WORKERS, False, events,
-                          recovery, group="control", check_every=CHECK_EVERY.get(name, 1)))
+                          recovery, group="control", check_every=CHECK_EVERY.get(name, 1),
+                          options=OPTIONS.get(name, ())))
     return plan
 
 

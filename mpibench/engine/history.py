@@ -1,13 +1,22 @@
 """The history a worker leaves behind: one JSON line per attempt, decision and resync.
 
 Every worker process appends what it did to its own file under
-``DIR/history/CASE_ID/`` (the format is documented in README, "Outputs"):
-an ``attempt`` record (batch, cursors, parameter digests, what the reduction
+``DIR/history/CASE_ID/`` (the format is documented in README, "Outputs"; what
+each role's record must hold is ``mpibench/check/CONTRACT.md``): an
+``attempt`` record (batch, cursors, parameter digests, what the reduction
 said) written and flushed *before* the commit agreement of that attempt, so
 a worker killed after committing still leaves its evidence; the
 ``decision`` the agreement returned; a ``resync`` when it took the
 committing side's parameters; ``close`` when the case ended normally. A
 killed worker's file simply stops.
+
+Every contributing worker writes the same evidence, so no rank is slower
+than the others for being the recorder: the digests, its own per-sample
+losses (float32, a few bytes) and one full copy of the parameters it holds
+after the reduction. The copy before the step is not written: it is the
+previous commit's copy (or the seed's initial parameters), which the
+checker keeps as it walks the steps, so every step can be judged offline at
+any ``--check-every`` from one copy per contributor and step.
 
 Nothing here judges anything: the checker (:mod:`mpibench.check`) reads these
 files afterwards, on its own.
@@ -22,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SCHEMA = 1
+SCHEMA = 2  # 2: full_after from every contributor, no full_before, per-sample losses
 
 
 def case_id(index: int, scenario: str, strategy: str, recovery: str) -> str:
@@ -41,6 +50,13 @@ def params_digest(params: np.ndarray) -> str:
 
 def params_b64(params: np.ndarray) -> str:
     return base64.b64encode(_le32(params)).decode("ascii")
+
+
+def count_value(count) -> int | float:
+    """The reduced sample count as recorded: an int, or the float itself when it is not a
+    whole finite number (NaN, inf: the record must say what the buffer held, not crash)."""
+    value = float(count)
+    return int(value) if np.isfinite(value) and value == int(value) else value
 
 
 @dataclass(frozen=True)
@@ -65,8 +81,9 @@ class AttemptRecord:
     loss_mean: float | None
     loss_var: float | None
     error: str | None
-    full_before: str | None
-    full_after: str | None
+    full_after: str | None  # base64 float32 parameters after the reduction (contributors)
+    losses: str | None  # base64 float32 per-sample losses of this worker's batch (contributors)
+    algorithm: str | None = None  # what a choosing strategy reduced with (auto:rd, hier[...])
 
 
 class History:

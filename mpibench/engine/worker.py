@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpibench.base.aggregate import moments_from_totals
 from mpibench.base.config import RunConfig
-from mpibench.base.records import RunRecords, ranks_text
+from mpibench.base.records import RunRecords
 from mpibench.kernels.counts import transfer_counts
 from mpibench.sync import SyncStrategy, make_strategy
 from mpibench.sync.comm import Comm, CommError
 from mpibench.sync.registry import options_of
 
 from .data import Cursor, Dataset, ShardWalker, next_cursor
-from .history import AttemptRecord, NoHistory, params_b64, params_digest
+from .history import AttemptRecord, NoHistory, count_value, params_b64, params_digest
 from .model import MLP, Shapes, init_params
 from .recovery_hooks import Recovery
+from .steprecord import StepTimes, moments as _moments, record_step
 from .summary import Summary
 from .watchdog import StepWatchdog, budget_for
 
@@ -46,6 +46,7 @@ class StepOutcome:
     effective_batch: int = 0
     role: str = "contribute"
     transfers: object = None  # this worker's host/device copies in the step (device back-ends)
+    losses: np.ndarray | None = None  # this worker's per-sample losses (contributors), for the history
 
 
 digest = params_digest  # the history's digest: blake2b of the float32 little-endian bytes
@@ -162,10 +163,15 @@ class Trainer:
                     result = self._step(step, cursor)
                 except CommError as exc:
                     error = exc
+            t0 = time.perf_counter()
             self._write_attempt(step, attempt, error)
+            t1 = time.perf_counter()
             decision = self.recovery.commit(self, step, error)
+            t2 = time.perf_counter()
             self.history.decision(step, attempt, decision)
             if decision == "commit":
+                if result is not None:
+                    result[1].commit_s, result[1].evidence_s = t2 - t1, t1 - t0 + time.perf_counter() - t2
                 return result
             self.rollback(cursor)
             if decision == "skip":
@@ -206,14 +212,17 @@ class Trainer:
         else:
             (indices, after), consumed = self.next_batch(cursor), True
         pending.batch, pending.consumed = indices, consumed
-        reduction, loss_rows, effective_batch, sync_s = None, None, 0, 0.0
+        reduction, loss_rows, effective_batch, times = None, None, 0, StepTimes()
         transfers_before = transfer_counts(self.backend)
         if role == "contribute":
+            compute_start = time.perf_counter()
             grad_sum, count, losses = self._gradient(indices)
+            pending.losses = losses
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
             reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
-            sync_s = time.perf_counter() - sync_start
+            times.sync_s = time.perf_counter() - sync_start
+            times.compute_s = sync_start - compute_start
             self.comm.mark(step, "after_apply")
             local_row = np.array([count, losses.sum(dtype=np.float64),
                                   np.square(losses, dtype=np.float64).sum()], dtype=np.float64)
@@ -225,31 +234,33 @@ class Trainer:
         pending.reduction, pending.loss_rows, pending.effective_batch = reduction, loss_rows, effective_batch
         if transfers_before is not None:
             pending.transfers = transfer_counts(self.backend) - transfers_before
-        return pending, (time.perf_counter() - start, sync_s)
+        times.step_s = time.perf_counter() - start
+        return pending, times
 
     # ------------------------------------------------------------------ history and records
     def _write_attempt(self, step: int, attempt: int, error) -> None:
-        """This attempt's evidence, flushed before the commit agreement starts."""
+        """This attempt's evidence, flushed before the commit agreement starts (every
+        contributor writes the same: no rank is the recorder; see engine/history.py)."""
         p = self._pending
         group = sorted(self.data_comm.worker_ids) if self.data_comm is not None and p.role == "contribute" else []
-        full = bool(group) and group[0] == self.comm.worker_id
         reduction = p.reduction
-        mean, var = _moments(p.loss_rows)
+        full = p.role == "contribute" and reduction is not None and error is None
+        mean, var, before = *_moments(p.loss_rows), [p.cursor_before.epoch, p.cursor_before.position]
         self.history.attempt(AttemptRecord(
             step=step, attempt=attempt, role=p.role, members=sorted(self.comm.worker_ids), group=group,
-            shard=self.shard_id, cursor_before=[p.cursor_before.epoch, p.cursor_before.position],
-            cursor_after=[self.cursor.epoch, self.cursor.position] if error is None else
-            [p.cursor_before.epoch, p.cursor_before.position],
-            batch=[int(i) for i in p.batch], params_before=digest(self.params_before),
+            shard=self.shard_id, cursor_before=before,
+            cursor_after=[self.cursor.epoch, self.cursor.position] if error is None else before,
+            batch=p.batch.tolist(), params_before=digest(self.params_before),
             params_after=digest(self.params),
             contributing=sorted(int(w) for w in reduction.contributing) if reduction is not None else None,
-            effective_batch=int(p.effective_batch) if reduction is not None else None,
+            effective_batch=count_value(p.effective_batch) if reduction is not None else None,
             pieces=[[int(o), int(n)] for o, n in reduction.pieces] if reduction is not None else None,
             total_length=int(reduction.total_length) if reduction is not None else None,
             loss_mean=mean, loss_var=var,
             error=" ".join(str(error).split()) if error is not None else None,
-            full_before=params_b64(self.params_before) if full else None,
-            full_after=params_b64(self.params) if full else None))
+            full_after=params_b64(self.params) if full else None,
+            losses=params_b64(p.losses) if full and p.losses is not None else None,
+            algorithm=getattr(reduction, "algorithm", None) or None))
 
     def _advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
         """Move every member that consumed a batch this step; (epoch ends, lowest contributing epoch)."""
@@ -267,41 +278,5 @@ class Trainer:
             self.known_cursors[w] = after
         return ends, min(epochs, default=None)
 
-    def _record(self, outcome: StepOutcome, times) -> None:
-        step_s, sync_s = times
-        reduction = outcome.reduction
-        record_start = time.perf_counter()
-        epoch_ends, epoch = self._advance_known_cursors(outcome)
-        loss_mean, loss_var = _moments(outcome.loss_rows)
-        self.summary.steps += 1
-        self.summary.note_batch(outcome.effective_batch)
-        own_sync = getattr(self.records, "own_sync_s", None)  # in-memory records (scaling points) keep it
-        if own_sync is not None:
-            own_sync.append(sync_s)
-        if self.comm.rank != 0:
-            return
-        c = self.config
-        self.records.steps.write({
-            "scenario": c.scenario, "strategy": c.strategy, "recovery": c.recovery,
-            "step": outcome.step, "epoch": epoch,
-            "members": ranks_text(self.comm.worker_ids),
-            "contributing": ranks_text(reduction.contributing),
-            "excluded": " ".join(f"{w}:{why}" for w, why in sorted(outcome.excluded.items())),
-            "effective_batch": outcome.effective_batch,
-            "epoch_ends": ranks_text(epoch_ends),
-            "loss_mean": loss_mean, "loss_var": loss_var,
-            "step_time_s": step_s, "sync_time_s": sync_s,
-            "check_time_s": time.perf_counter() - record_start,
-            "algorithm": getattr(reduction, "algorithm", "")})
-        transfers_log = getattr(self.records, "transfers", None)
-        if outcome.transfers is not None and transfers_log is not None:
-            transfers_log.write({"scenario": c.scenario, "strategy": c.strategy, "step": outcome.step,
-                                 "worker": self.comm.worker_id, "policy": self.backend.transfer.device_path,
-                                 **outcome.transfers.as_row()})
-
-
-def _moments(rows) -> tuple[float | None, float | None]:
-    if rows is None or not len(rows):
-        return None, None
-    moments = moments_from_totals(*rows.sum(axis=0))
-    return (None, None) if moments is None else (float(moments[0]), float(moments[1]))
+    def _record(self, outcome: StepOutcome, times: StepTimes) -> None:
+        record_step(self, outcome, times)

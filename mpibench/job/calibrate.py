@@ -13,7 +13,7 @@ Each figure is stored with a sentence saying how it was measured (``HOW``):
   backward pass, pack the step buffer, apply the update) at two batch sizes,
   fitted to ``fixed + per_sample * b``; the software cost of one collective
   call on a one-rank communicator; and the worker loop's own per-step cost;
-* cores available to a rank versus ranks on this host, and how many cores
+* the CPUs the ranks of the busiest host may use together versus its ranks, and how many cores
   other processes kept busy while all this was measured.
 
 Ranks not taking part in a measurement sleep on a non-blocking barrier, so the
@@ -30,8 +30,9 @@ from mpi4py import MPI
 from mpibench.results.calibration import Calibration
 from mpibench.sync.comm import Comm
 
-from .hostload import HostLoad
-from .timing import blas_one_thread, cores_available, fit_alpha_beta, fit_line, idle_until_released
+from .calibrate_bands import MORE_HOW, more_figures
+from .hostload import HostLoad, busiest, host_cores
+from .timing import blas_one_thread, fit_alpha_beta, fit_line, idle_until_released
 
 PING_SIZES_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20)
 GAMMA_CACHE_BYTES = 64 << 10
@@ -43,7 +44,7 @@ def _iterations(nbytes: int) -> int:
     return 200 if nbytes <= 16 << 10 else 40
 
 
-def ping_pong(world: MPI.Comm, work=None) -> list[tuple[int, float]]:
+def ping_pong(world: MPI.Comm, work=None, sizes=PING_SIZES_BYTES) -> list[tuple[int, float]]:
     """Median half round-trip time per size, between ranks 0 and 1; [] on one rank.
 
     With ``work``, both ranks call it before every round trip (untimed), so the
@@ -58,7 +59,7 @@ def ping_pong(world: MPI.Comm, work=None) -> list[tuple[int, float]]:
         pair = world.Split(0, rank)
         comm = Comm(pair, deadline_s=30.0)
         peer = 1 - rank
-        for nbytes in PING_SIZES_BYTES:
+        for nbytes in sizes:
             buf = np.zeros(max(nbytes // 4, 1), dtype=np.float32)
             times = np.empty(_iterations(nbytes) if work is None else 30)
             for i in range(-5, len(times)):  # five warm-up rounds
@@ -155,7 +156,8 @@ LOOP_BATCH, LOOP_STEPS, LOOP_WARMUP = 8, 12, 2  # the scaling plan's steps and w
 LOOP_REPEATS = 3
 
 
-def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS) -> float:
+def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeats: int = LOOP_REPEATS,
+                    parts: list | None = None) -> float:
     """Step time of the real worker loop (``run``, the runner's ``run_scenario``) on
     MPI.COMM_SELF at local batch ``batch``.
 
@@ -178,6 +180,8 @@ def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeat
         records = MemoryRecords()
         run(loop, MPI.COMM_SELF, records, NumpyBackend())
         medians.append(float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]])))
+        if parts is not None:  # each step's parts after the warm-up (engine.steprecord.PART_NAMES)
+            parts.extend(records.own_parts[LOOP_WARMUP:])
     return float(np.median(medians))
 
 
@@ -216,8 +220,6 @@ def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibr
     ``batches``: the local batch sizes the model will be asked about; the worker
     loop's step time on one rank is measured at each (compute does not scale
     linearly with the batch once activations leave the caches)."""
-    from mpibench.base.runinfo import this_host
-
     load = HostLoad(world)
     pings = ping_pong(world)
     with blas_one_thread():
@@ -225,16 +227,17 @@ def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibr
     local = local_figures(run, config, batches, strategies) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
     gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, (one_rank, by_strategy) = world.bcast(local, root=0)
-    hosts = world.allgather(this_host())
+    crowd = busiest(host_cores(world))
     other_cores = load.other_cores()
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
     alpha_step, beta_step = fit_alpha_beta(step_pings) if step_pings else (0.0, 0.0)
-    return Calibration(
+    more = more_figures(world, ping_pong)
+    return Calibration(**more,
         alpha_s=alpha, beta_s_per_byte=beta,
         gamma_cache_s_per_byte=gamma_cache, gamma_memory_s_per_byte=gamma_memory,
         compute_fixed_s=fixed, compute_per_sample_s=per_sample, call_overhead_s=overhead,
         loop_overhead_s=loop, one_rank_step_s=one_rank, one_rank_step_by_strategy_s=by_strategy,
-        cores=cores_available(), ranks_on_host=hosts.count(hosts[0]), ranks=world.Get_size(),
+        cores=crowd.cores, ranks_on_host=crowd.ranks, ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
         alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step, other_load_cores=other_cores,
         how=HOW, ping_pong=[list(p) for p in pings], ping_pong_step=[list(p) for p in step_pings])
@@ -246,8 +249,6 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
     Ping-pong (alpha, beta), reduction throughput (gamma) and the one-rank
     call overhead; the compute figures stay zero, since ``bench`` models no
     training step. Takes about a second."""
-    from mpibench.base.runinfo import this_host
-
     load = HostLoad(world)
     pings = ping_pong(world)
     local = None
@@ -256,17 +257,19 @@ def calibrate_collectives(world: MPI.Comm) -> Calibration:
                  call_overhead_s(1024))
     idle_until_released(world)
     gamma_cache, gamma_memory, overhead = world.bcast(local, root=0)
-    hosts = world.allgather(this_host())
+    crowd = busiest(host_cores(world))
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
+    more = more_figures(world, ping_pong)
     how = {k: v for k, v in HOW.items() if k in ("alpha_s", "beta_s_per_byte", "gamma_cache_s_per_byte",
                                                  "gamma_memory_s_per_byte", "cores", "ranks_on_host",
                                                  "other_load_cores")}
+    how.update(MORE_HOW)
     how["call_overhead_s"] = ("median time of one Allreduce of 1024 float32 on a one-rank communicator "
                               "(MPI.COMM_SELF through mpibench.sync.comm.Comm) on rank 0")
     return Calibration(
-        alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
+        **more, alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma_cache,
         gamma_memory_s_per_byte=gamma_memory, compute_fixed_s=0.0, compute_per_sample_s=0.0,
-        call_overhead_s=overhead, cores=cores_available(), ranks_on_host=hosts.count(hosts[0]),
+        call_overhead_s=overhead, cores=crowd.cores, ranks_on_host=crowd.ranks,
         ranks=world.Get_size(), other_load_cores=load.other_cores(), how=how,
         ping_pong=[list(p) for p in pings])
 
@@ -295,8 +298,10 @@ HOW = {
     "one_rank_step_by_strategy_s": f"per strategy and local batch: the worker loop on MPI.COMM_SELF (rank 0 "
                                    f"alone, BLAS on one thread), {LOOP_STEPS} steps, median step time after "
                                    f"{LOOP_WARMUP} (as a scaling point), median of {LOOP_REPEATS} such runs",
-    "cores": "CPUs in this process's affinity mask (os.sched_getaffinity)",
-    "ranks_on_host": "ranks of the job whose host name equals rank 0's",
+    "cores": "CPUs in the union of the affinity masks (os.sched_getaffinity) of the ranks on the "
+             "busiest host (most ranks beyond its CPUs), gathered from every rank",
+    "ranks_on_host": "ranks of the job on that host",
     "other_load_cores": "cores kept busy by other processes while calibrating: the host's busy CPU "
                         "time (/proc/stat) minus this job's own, over the wall time",
+    **MORE_HOW,
 }

@@ -35,6 +35,8 @@ def run_plan(job, comm: MPI.Comm, first: int, records, backend, done=(), until=N
     """
     results = list(done)
     for index in range(first, len(job.plan)):
+        if index in getattr(job, "skip", ()):  # the launch cannot run it: accounted for at the start
+            continue
         comm = restore_world(comm, job.world_size, BetweenScenarios(job, index, tuple(results), until))
         if job.budgeted_from is not None and index >= job.budgeted_from:
             until = until if until is not None else time.time() + job.sweep_s  # rank 0's clock decides

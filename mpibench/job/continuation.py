@@ -45,6 +45,8 @@ class MainJob:
     budgeted_from: int | None = None  # items from here run only while the sweep budget lasts
     sweep_s: float = 0.0  # that budget, counted from the first budgeted item
     sweep: object = None  # what the job's plan_sweep returned (mpibench.drive.jobsweep.JobSweep), judged at the end
+    skip: frozenset = frozenset()  # items this launch cannot run (mpibench.job.capabilities)
+    not_run: int = 0  # how many of the named scenarios' cases were left out so (exit status 4)
     restore_at_end = True  # the benchmarks after the plan want the whole world
 
     def folder(self, index: int) -> tuple[str, int]:

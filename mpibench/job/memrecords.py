@@ -28,6 +28,8 @@ class MemoryRecords:
         # Every rank's own gradient-sync time per committed step (step rows are the first
         # member's only): how long ranks wait for each other shows in their spread.
         self.own_sync_s: list[float] = []
+        # and its step's parts (engine.steprecord.PART_NAMES), to tell the wait from the reduction
+        self.own_parts: list[tuple] = []
 
     def close(self) -> None:
         pass

@@ -33,4 +33,13 @@ MUTANTS = {m.name: m for m in [
     Mutant("keep-aborted", "a retry keeps the aborted attempt's update", needs_faults=True),
     Mutant("minority-commit", "a cut-off minority commits the step on its own", needs_faults=True),
     Mutant("skip-member", "a live worker's batch is consumed but left out of the reduction"),
+    Mutant("stall-claims-batch", "a stalled worker's record claims a batch its cursor never left", needs_faults=True),
+    Mutant("lone-recorder", "only worker 0 records its full parameter copy and losses"),
+    Mutant("late-keeps-batch", "a dropped straggler walks its batch again", needs_faults=True),
+    Mutant("abort-advances", "a rollback undoes the update but not the batch", needs_faults=True),
+    Mutant("step3-lr", "step 3's update applied with 1.5x the learning rate (skipped online at --check-every 4)"),
+    Mutant("nan-count", "NaN in the count slot of one worker's buffer at step 2"),
+    Mutant("nan-grad", "NaN in a gradient element of one worker's buffer at step 2"),
+    Mutant("float32-loss", "the loss sums travel and add in float32"),
+    Mutant("stale-loss", "each step reports the previous step's loss statistics"),
 ]}

@@ -175,9 +175,10 @@ def strategy_factory(mutant: str, batch_size: int):
     from mpibench.sync import STRATEGIES, make_strategy
 
     from .loop_mutants import SkipMemberMixin
+    from .record_mutants import RECORD_MIXINS
 
     mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin,
-              "skip-member": SkipMemberMixin}
+              "skip-member": SkipMemberMixin, **RECORD_MIXINS}
 
     def build(name, comm, backend, n_params, options=None):
         if mutant in RINGS:
@@ -204,8 +205,10 @@ def install(mutant: str) -> None:
     from mpibench.engine.worker import Trainer
 
     from .loop_mutants import LOOP_MUTANTS
+    from .record_mutants import RECORD_LOOP_MUTANTS
     from .runner import RunParts, use_parts
 
+    LOOP_MUTANTS = {**LOOP_MUTANTS, **RECORD_LOOP_MUTANTS}
     if mutant not in MUTANTS:
         raise ValueError(f"unknown mutant {mutant!r} (choose from {', '.join(MUTANTS)})")
     base = Trainer

@@ -22,10 +22,14 @@ from .calibrate import one_rank_step_s
 from .timing import blas_one_thread, idle_until_released
 from .hostload import HostLoad
 from .memrecords import MemoryRecords
+from .stepparts import BESIDE, PART_COLUMNS, one_rank_parts, split as split_parts
+
+BESIDE_PARTS = tuple(f"one_rank_{k}" for k in BESIDE)
 
 SCALING_COLUMNS = ["strategy", "mode", "ranks", "local_batch", "global_batch", "bytes", "steps",
                    "step_time_s", "step_time_p90_s", "sync_time_s", "sync_wait_s", "one_rank_step_s", "speedup",
-                   "efficiency", "other_load_cores", "violations", "tag", "assumptions"]
+                   "efficiency", "other_load_cores", "violations", "tag", "assumptions",
+                   *PART_COLUMNS, *BESIDE_PARTS]  # the step part by part (job/stepparts.py)
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,11 @@ def measure_point(world: MPI.Comm, run, config, p: int, backend) -> dict | None:
             summary = run(config, sub, records, backend)
         own = records.own_sync_s[WARMUP_STEPS:] or records.own_sync_s
         per_rank = sub.gather(float(np.median(own)) if own else None, root=0)
+        tables = sub.gather(records.own_parts, root=0)
         sub.Free()
         if rank == 0:
-            row = {**_timing_row(records.steps.rows, summary), "sync_wait_s": _spread(per_rank)}
+            row = {**_timing_row(records.steps.rows, summary), "sync_wait_s": _spread(per_rank),
+                   **split_parts(tables, WARMUP_STEPS)}
     idle_until_released(world)
     other = load.other_cores()  # every rank takes part: it sums the job's CPU time
     if row is not None:
@@ -95,17 +101,20 @@ def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int) -
     was seen 1.6x apart when the host changed speed between its halves."""
     pairs = []
     for _ in range(rounds):
-        alone = one_rank_beside(world, run, config, p, repeats=1)
+        alone, parts = one_rank_beside(world, run, config, p, repeats=1)
         row = measure_point(world, run, config, p, backend)
         if row is not None:
-            pairs.append((alone, row))
+            pairs.append((alone, row, parts))
     if not pairs:
         return None
-    rows = [row for _, row in pairs]
+    rows = [row for _, row, _ in pairs]
     medians = {key: _median([r.get(key) for r in rows])
-               for key in ("step_time_s", "step_time_p90_s", "sync_time_s", "sync_wait_s", "other_load_cores")}
-    return {**medians, "steps": sum(r["steps"] for r in rows), "violations": sum(r["violations"] for r in rows),
-            "one_rank_step_s": _median([alone for alone, _ in pairs])}
+               for key in ("step_time_s", "step_time_p90_s", "sync_time_s", "sync_wait_s", "other_load_cores",
+                           *PART_COLUMNS)}
+    beside = {f"one_rank_{k}": _median([parts.get(k) for _, _, parts in pairs]) for k in BESIDE}
+    return {**medians, **beside, "steps": sum(r["steps"] for r in rows),
+            "violations": sum(r["violations"] for r in rows),
+            "one_rank_step_s": _median([alone for alone, _, _ in pairs])}
 
 
 def _median(values) -> float | None:
@@ -113,21 +122,22 @@ def _median(values) -> float | None:
     return float(np.median(known)) if known else None
 
 
-def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = LOOP_REPEATS) -> float | None:
+def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = LOOP_REPEATS) -> tuple:
     """The one-rank loop's step time at ``config``'s batch and strategy, run right
-    before a point, on each of its first ``p`` ranks at once; rank 0's figure (others None).
+    before a point, on each of its first ``p`` ranks at once: rank 0's figure and its
+    parts (compute, evidence, check medians), (None, {}) on the others.
 
     Right before: this host's compute speed was seen to change by 1.5x within
     seconds, so a calibration taken minutes earlier misjudges the point. On p
     ranks at once: the local work then shares the host (memory bandwidth, caches,
     co-tenants) the way it does inside the step."""
     world.Barrier()  # start together, so the p loops overlap
-    seconds = None
+    seconds, rows = None, []
     if world.Get_rank() < p:
         with blas_one_thread():
-            seconds = one_rank_step_s(run, config, config.batch_size, config.strategy, repeats)
+            seconds = one_rank_step_s(run, config, config.batch_size, config.strategy, repeats, parts=rows)
     idle_until_released(world)
-    return seconds if world.Get_rank() == 0 else None
+    return (seconds, one_rank_parts(rows, 0)) if world.Get_rank() == 0 else (None, {})
 
 
 def _spread(per_rank: list) -> float | None:
@@ -195,8 +205,12 @@ def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
         point = cal.with_one_rank_step(m["strategy"], m["local_batch"], m.get("one_rank_step_s"))
         predicted = costmodel.step_s(point, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options)
         sync = costmodel.sync_s(point.in_step(), m["strategy"], m["ranks"], m["bytes"], options)
+        beside = {k: m.get(f"one_rank_{k}") for k in BESIDE}
+        # A point trains the fault-free scenario: its steps commit without an agreement.
+        parts = costmodel.step_parts(point, m["strategy"], m["ranks"], m["bytes"], beside, m.get("skew_s"),
+                                     options, agrees=False)
         rows.append({**{k: m.get(k) for k in ("strategy", "mode", "ranks", "local_batch", "global_batch",
-                                              "bytes", "one_rank_step_s")},
+                                              "bytes", "one_rank_step_s", *BESIDE_PARTS)}, **parts,
                      "steps": "", "step_time_s": predicted, "step_time_p90_s": "", "sync_time_s": sync,
                      "other_load_cores": "", "violations": "", "tag": "modelled", "assumptions": costmodel.assumptions_text()})
     return add_speedups(rows)

@@ -7,16 +7,17 @@ from mpi4py import MPI
 
 from mpibench.base import runinfo
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.exits import EXIT_PARTIAL
 from mpibench.base.parsing import parse_list
 from mpibench.base.records import RunRecords
 from mpibench.engine.history import case_id
 from mpibench.engine.summary import Summary, violation_message
 
-from . import phases
+from . import launch_plan, phases
 from .caseloop import run_in_folder, run_plan
 from .runfolder import backend_for, open_out, open_records, write_run_json, verdict_status
 from .continuation import Batch, BetweenScenarios, MainJob, MainJobAt, SingleRun
-from .runner import free_comm, prepare, recoverable_dup, resume_scenario
+from .runner import free_comm, recoverable_dup, resume_scenario
 
 # The main job's scenarios run under these by default: the two classic schemes and the
 # size-driven choice between the logarithmic ones, which keeps the job within a few
@@ -77,17 +78,19 @@ def _benchmarks_wanted() -> bool:
 
 
 def single_run(config: RunConfig, out) -> int:
-    from .runner import _check_ulfm
-
     world = MPI.COMM_WORLD
-    _check_ulfm(prepare(config, world.Get_size()))  # bad input fails before anything is written
+    caps, not_run = launch_plan.probe_plan(world, [config], restores_world=False)  # bad input fails first
     backend = backend_for(config)
     out, hosts = open_out(world, out)
+    if not_run:
+        return _not_run_here(world, config, out, hosts, backend, caps, not_run)
     _progress(world, f"run: scenario {config.scenario} under {config.strategy}, {config.steps} steps "
                      f"on {world.Get_size()} rank(s) -> {out}")
     start = time.perf_counter()
     summary, comm = run_in_folder(config, recoverable_dup(world), backend, SingleRun(out), hosts)
     wall_s = time.perf_counter() - start
+    if comm.Get_rank() == 0:  # what the launch could do, beside the config run.json already holds
+        runinfo.update(out, launch_plan.run_json_fields(caps, [config], not_run))
     if comm.Get_rank() == 0:
         print(f"timing: {summary.steps} steps, loop {wall_s - summary.check_s:.6f} s, "
               f"online check {summary.check_s:.6f} s", flush=True)
@@ -97,6 +100,15 @@ def single_run(config: RunConfig, out) -> int:
     return code
 
 
+def _not_run_here(world, config: RunConfig, out: str, hosts, backend, caps, not_run) -> int:
+    """A single run this launch cannot support: its folder says so, and so does the status."""
+    write_run_json(out, config, world, backend, {"cases": [],
+                                                  **launch_plan.run_json_fields(caps, [config], not_run)},
+                   hosts=hosts)
+    launch_plan.announce(world, out, caps, [config], not_run)
+    return EXIT_PARTIAL
+
+
 def main_job(base: RunConfig, out, plan_sweep=None) -> int:
     """The named scenarios under every main strategy, then the job's own short sweep,
     then the benchmarks. ``plan_sweep(base, world, out)``: plans that sweep (the command
@@ -104,15 +116,13 @@ def main_job(base: RunConfig, out, plan_sweep=None) -> int:
     ``budget_s`` and ``judge(comm, out, results, until) -> status``. None: no sweep."""
     from dataclasses import replace
 
-    from .runner import _check_ulfm
-
     world = MPI.COMM_WORLD
     plan = [replace(base, scenario=s, strategy=k) for s in main_scenarios(world.Get_size())
             for k in main_strategies()]
-    for config in plan:
-        _check_ulfm(prepare(config, world.Get_size()))
+    caps, not_run = launch_plan.probe_plan(world, plan, restores_world=True)
     out, hosts = open_out(world, out)
     _progress(world, f"main job: {len(plan)} runs on {world.Get_size()} rank(s) -> {out}")
+    launch_plan.announce(world, out, caps, plan, not_run)
     left_out = _too_small_for(world.Get_size())
     if left_out:
         _progress(world, f"left out at {world.Get_size()} rank(s): " + ", ".join(left_out))
@@ -126,16 +136,20 @@ def main_job(base: RunConfig, out, plan_sweep=None) -> int:
     records = open_records(world, out)
     # The main job's config names what it ran, not the single-run defaults it was built from.
     write_run_json(out, base, world, backend, {"plan": [f"{c.scenario}/{c.strategy}" for c in plan],
+                                                # the cases that run; those left out are under not_run
                                                 "cases": [case_id(i, c.scenario, c.strategy, c.recovery)
-                                                          for i, c in enumerate(plan)],
-                                                "calibration": calibration.as_dict() if calibration else None},
+                                                          for i, c in enumerate(plan) if i not in not_run],
+                                                "calibration": calibration.as_dict() if calibration else None,
+                                                **launch_plan.run_json_fields(caps, plan, not_run)},
                     job={"job": "main", "strategy": main_strategies(),
                          "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
     sweep = plan_sweep(base, world, out) if plan_sweep else None  # short random cases after the scenarios
     phases.write_plan(world, out, phases.planned(plan, bool(sweep and sweep.configs), calibration is not None))
+    skip = frozenset(not_run) | launch_plan.sweep_left_out(world, caps, sweep.configs if sweep else [], len(plan))
     job = MainJob(tuple(plan) + tuple(sweep.configs if sweep else ()), world.Get_size(), out, base, calibration,
                   time.time(), outs=(None,) * len(plan) + tuple(sweep.outs if sweep else ()),
-                  budgeted_from=len(plan), sweep_s=sweep.budget_s if sweep else 0.0, sweep=sweep)
+                  budgeted_from=len(plan), sweep_s=sweep.budget_s if sweep else 0.0, sweep=sweep,
+                  skip=skip, not_run=len(not_run))
     return _main_loop(job, recoverable_dup(world), 0, records, backend)
 
 
@@ -168,6 +182,7 @@ def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=
     # Judged first, then the page from the judged folder: it shows the verdict.json just written.
     code = _worst(_finish(scenarios, job.world_size, time.time() - job.start_time, backend, comm, job.out,
                           phases.AFTER_VERDICT), sweep_code)
+    code = launch_plan.partial_status(code, job.not_run)
     if comm.Get_rank() == 0:
         results_job.write_page(job.out)
         phases.finished(comm, job.out, phases.REPORT)

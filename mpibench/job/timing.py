@@ -52,3 +52,29 @@ def blas_one_thread():
         import contextlib
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")
+
+
+def fit_bands(points, splits) -> tuple[int | None, list]:
+    """``t(n) = alpha_b + n*beta_b`` per message-size band, the bands split where the data says.
+
+    Tries every split in ``splits`` that leaves at least two sizes on each side,
+    fits each side with :func:`fit_alpha_beta` and keeps the split with the least
+    sum of squared relative errors (small messages count as much as large ones).
+    Returns ``(split_bytes, [[upper_bytes or None, alpha, beta], ...])``; one band
+    (split None) when no split leaves two sizes a side or none beats a single line."""
+    points = sorted(points)
+
+    def error(part, alpha, beta) -> float:
+        return sum(((alpha + n * beta) / t - 1) ** 2 for n, t in part if t > 0)
+
+    alpha, beta = fit_alpha_beta(points)
+    best = (error(points, alpha, beta), None, [[None, alpha, beta]])
+    for split in splits:
+        low, high = [p for p in points if p[0] <= split], [p for p in points if p[0] > split]
+        if len(low) < 2 or len(high) < 2:
+            continue
+        (a_low, b_low), (a_high, b_high) = fit_alpha_beta(low), fit_alpha_beta(high)
+        total = error(low, a_low, b_low) + error(high, a_high, b_high)
+        if total < best[0]:
+            best = (total, split, [[split, a_low, b_low], [None, a_high, b_high]])
+    return best[1], best[2]

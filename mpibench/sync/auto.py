@@ -5,8 +5,11 @@ size and communicator size: recursive doubling while latency dominates,
 Rabenseifner's halving/doubling once bandwidth does. ``auto`` makes the same
 switch from this run's own figures rather than a fixed table:
 
-* by default, on the first reduction of a buffer, it times each candidate on a
-  scratch bucket of each width the buffer needs, as the benchmarks time a call
+* by default, on the first reduction of a buffer, it takes the recorded choice
+  for each width the buffer needs (:mod:`.auto_choices`: what the first timing on
+  this machine chose, so runs and replays choose alike); where nothing is
+  recorded it times each candidate on a scratch bucket of that width, as the
+  benchmarks time a call
   (buffer written just before, ranks starting together, median over a few calls
   of the slowest rank's time; every rank gathers the same figures, so every
   rank decides alike). Timing the real
@@ -22,8 +25,9 @@ A buffer has at most two bucket sizes (full buckets and the tail), so at
 most two candidates run, each on its own contiguous view; their pieces are
 reported by global offset. The choice is recorded per reduction in
 ``Reduction.algorithm`` (``auto:rd``, ``auto:rabenseifner+rd``), which the
-worker writes to the ``algorithm`` column of ``steps.csv``. Since it follows
-measured costs, that column can differ between runs of the same seed.
+worker writes to the ``algorithm`` column of ``steps.csv`` and to its history.
+Every rank uses the lowest rank's reading of the record, so a record written
+meanwhile by another job cannot split a run's choice.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import auto_choices
 from .base import Reduction, SyncStrategy
 from .rabenseifner import Rabenseifner
 from .rd import RecursiveDoubling
@@ -144,7 +149,17 @@ class Auto(SyncStrategy):
     def _choose(self, width: int, dtype) -> type[SyncStrategy]:
         if self.costs is not None:
             return choose(self.costs, self.comm.size, width * np.dtype(dtype).itemsize)
-        return timed_choice(self.comm, self.backend, self._candidates, width, dtype)
+        entry = auto_choices.key(self.comm.size, width, dtype)
+        index = {cls.name: i for i, cls in enumerate(CANDIDATES)}
+        mine = np.array([float(index.get(auto_choices.lookup(entry), -1))])
+        every = np.zeros(self.comm.size)
+        self.comm.allgather(mine, every)  # collective: every rank takes the lowest rank's reading
+        if every[0] >= 0:
+            return CANDIDATES[int(every[0])]
+        chosen = timed_choice(self.comm, self.backend, self._candidates, width, dtype)
+        if self.comm.rank == 0:
+            auto_choices.store(entry, chosen.name)
+        return chosen
 
     def reduce(self, buf) -> Reduction:
         plan = self.plan_for(buf)

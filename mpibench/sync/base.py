@@ -51,9 +51,14 @@ class SyncStrategy(ABC):
         self.backend.apply_update(params, self.buffer[:-1], total, lr)
         return reduction
 
-    def total_count(self) -> int:
-        """The global sample count of the last synchronisation."""
-        return int(self.backend.to_host(self.buffer[-1:])[0])
+    def total_count(self) -> int | float:
+        """The global sample count of the last synchronisation.
+
+        An int while the count slot holds a whole finite number; otherwise the float it
+        holds (NaN, inf, a fraction), so a poisoned buffer is recorded and judged by the
+        checker instead of crashing every rank here."""
+        value = float(self.backend.to_host(self.buffer[-1:])[0])
+        return int(value) if np.isfinite(value) and value == int(value) else value
 
     def pool_loss(self, local_row: np.ndarray, contributing) -> np.ndarray:
         """Rows ``(count, sum, sumsq)`` of the contributing workers' losses.

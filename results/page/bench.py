@@ -15,6 +15,7 @@ from .. import charts, costmodel
 from ..calibration import Calibration
 from ..htmlparts import Markup, esc, human_bytes, missing, num, table
 from ..inputs import RunFiles
+from .stepstack import stack_section
 
 CODE_TEXT = {
     "oversubscribed": "more ranks than cores: ranks time-share cores, the model assumes one core per rank",
@@ -26,6 +27,9 @@ CODE_TEXT = {
     "faster": "faster than modelled: the implementation beats the modelled algorithm, or the ping-pong "
               "overestimates alpha/beta",
     "unexplained": "slower than modelled and none of the known causes shows in the data",
+    **{f"part_{name}": f"the step's {what} part is off its model by much of the step (see the stack above)"
+       for name, what in (("compute", "compute"), ("reduction", "reduction"), ("commit", "commit agreement"),
+                          ("evidence", "evidence-writing"), ("check", "check"), ("wait", "wait-for-the-last-rank"))},
 }
 UNITS = {"alpha_s": "s", "beta_s_per_byte": "s/byte", "alpha_step_s": "s", "beta_step_s_per_byte": "s/byte",
          "gamma_cache_s_per_byte": "s/byte", "gamma_memory_s_per_byte": "s/byte", "compute_fixed_s": "s",
@@ -49,6 +53,7 @@ def section(files: RunFiles, cal: Calibration | None, comparison: pd.DataFrame |
     else:
         parts.append(f'<img alt="scaling: step time and speedup" '
                      f'src="{charts.scaling_chart(scaling, cal.cores if cal else None)}">')
+        parts.append(stack_section(scaling))
     parts.append("<h3>Collectives (bench.csv)</h3>")
     if bench is None or bench.empty:
         parts.append(missing("bench.csv"))
@@ -92,9 +97,16 @@ def bench_side_by_side(bench: pd.DataFrame) -> str:
         rows.append([key[0], key[1], human_bytes(key[2]),
                      m.time_max_s * 1e6 if m is not None else "", d.time_max_s * 1e6 if d is not None else "",
                      m.busbw_gbps if m is not None and "busbw_gbps" in m else "",
-                     m.errors if m is not None and "errors" in m else ""])
+                     m.errors if m is not None and "errors" in m else "", _band(d)])
     return table(["strategy", "ranks", "size", "measured µs (slowest rank)", "modelled µs",
-                  "measured busbw GB/s", "wrong elements"], rows)
+                  "measured busbw GB/s", "wrong elements", "model's alpha-beta band"], rows)
+
+
+def _band(modelled) -> str:
+    """The band a modelled row's note names (job/bench/model.py), else nothing."""
+    note = str(modelled.get("note", "")) if modelled is not None else ""
+    found = [part.strip()[len("model band "):] for part in note.split(";") if part.strip().startswith("model band ")]
+    return found[0] if found else ""
 
 
 def _text(value) -> str:

@@ -1,4 +1,4 @@
-"""The six invariants, each judged per step from the history (one module each).
+"""The invariants (the six of DESIGN and the history contract), each judged per step from the history (one module each).
 
 An invariant module has ``NAME`` and ``check(case, view) -> (passed, detail)``
 where ``case`` is the :class:`~mpibench.check.case.CaseModel` and ``view`` the
@@ -8,8 +8,8 @@ A check that raises is unknown, never a pass.
 """
 from __future__ import annotations
 
-from . import accounting, coverage, data, equivalence, membership, replicas
+from . import accounting, contract, coverage, data, equivalence, membership, replicas
 
-INVARIANTS = (equivalence, replicas, accounting, membership, data, coverage)
+INVARIANTS = (equivalence, replicas, accounting, membership, data, coverage, contract)
 NAMES = tuple(m.NAME for m in INVARIANTS)
-NO_COMMIT = (membership,)  # what can be judged of a step that nobody committed
+NO_COMMIT = (membership, contract)  # what can be judged of a step that nobody committed

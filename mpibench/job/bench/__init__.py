@@ -7,7 +7,9 @@ communicator), :mod:`.plan` (options and their checks), :mod:`.candidates`
 (blocking baseline, C floor, strategies), :mod:`.rounds` (interleaved timing),
 :mod:`.rows` (``bench.csv`` rows and printed lines), :mod:`.model` (the model's
 rows), :mod:`.inputs` (inputs with a known exact sum), :mod:`.cfloor` (the C
-loop's build).
+loop's build, and of ``c_anchor.c``, the stand-alone program), :mod:`.anchor`
+(an IMB or OSU binary run as its own job in the rounds), :mod:`.floor` (the
+data-movement floor, no MPI).
 """
 from .command import main_job_bench, bench_command
 from .inputs import Expected

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("c_floor.c")
+ANCHOR_SOURCE = Path(__file__).with_name("c_anchor.c")  # the stand-alone program (anchor.py)
 
 
 def find_mpicc() -> str | None:
@@ -49,24 +50,26 @@ def _wrapper_line(mpicc: str) -> str:
         return ""
 
 
-def library_path(mpicc: str) -> Path:
-    digest = hashlib.sha256(SOURCE.read_bytes() + _wrapper_line(mpicc).encode()).hexdigest()[:16]
-    return cache_dir() / f"c_floor-{digest}.so"
+def library_path(mpicc: str, source: Path = SOURCE) -> Path:
+    digest = hashlib.sha256(source.read_bytes() + _wrapper_line(mpicc).encode()).hexdigest()[:16]
+    return cache_dir() / (f"{source.stem}-{digest}.so" if source == SOURCE else f"{source.stem}-{digest}")
 
 
-def build(mpicc: str) -> Path:
-    """The compiled library, built now unless the cache already holds it.
+def build(mpicc: str, source: Path = SOURCE) -> Path:
+    """The compiled library (or, for ``ANCHOR_SOURCE``, the program), built now unless the
+    cache already holds it.
 
     Built under a temporary name and renamed into place, so ranks building at
     once never load a half-written file. Raises ``RuntimeError`` with the
     compiler's message when the build fails."""
-    target = library_path(mpicc)
+    target = library_path(mpicc, source)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(suffix=target.suffix, dir=target.parent)
     os.close(fd)
-    cmd = [mpicc, "-O2", "-shared", "-fPIC", "-o", tmp, str(SOURCE)]
+    shape = ["-shared", "-fPIC"] if source == SOURCE else []
+    cmd = [mpicc, "-O2", *shape, "-o", tmp, str(source)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:

@@ -45,12 +45,17 @@ def modelled_rows(cal, measured: list[dict], options: dict) -> tuple[list[dict],
 
     rows, unknown = [], []
     for m in measured:
+        if m["strategy"] == "floor":  # copies and adds without MPI: not a collective the model prices
+            continue
         try:
             t = costmodel.sync_s(cal, m["strategy"], int(m["ranks"]), float(m["bytes"]), options)
         except ValueError:
             unknown.append(m["strategy"])
             continue
-        rows.append(modelled_row(m, t))
+        row = modelled_row(m, t)
+        band = "model band " + costmodel.band_of(cal, m["strategy"], int(m["ranks"]), float(m["bytes"]), options)
+        row["note"] = "; ".join(n for n in (row.get("note"), band) if n)
+        rows.append(row)
     return rows, sorted(set(unknown))
 
 

@@ -29,6 +29,8 @@ class BenchPlan:
     model: bool = True
     calibration: str | None = None
     options: dict = field(default_factory=dict)
+    anchor: str | None = None  # an IMB-MPI1 or osu_allreduce binary, run as its own job (anchor.py)
+    floor: bool = False  # the data-movement floor row (floor.py)
 
     @property
     def itemsize(self) -> int:
@@ -50,6 +52,7 @@ def split_names(text: str) -> tuple[tuple, bool]:
     known = registered()
     if "all" in names:
         names = [n for n in names if n != "all"] + known
+    names = [n for n in names if n != "floor"]  # a row of its own (wants_floor)
     unknown = [n for n in names if n not in known and n not in BASELINES and ":" not in n]
     if unknown:
         raise UsageError(f"unknown strategy {', '.join(unknown)} "
@@ -61,6 +64,12 @@ def split_names(text: str) -> tuple[tuple, bool]:
         validate(modules)
     strategies = tuple(dict.fromkeys(n for n in names if n not in BASELINES))
     return strategies, C_FLOOR in names
+
+
+def wants_floor(text: str) -> bool:
+    """Whether ``--strategies`` names the data-movement floor (``floor``; ``all`` includes it)."""
+    names = parse_list(text, "--strategies")
+    return "floor" in names or "all" in names
 
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: float) -> list[int]:
@@ -91,6 +100,14 @@ def validate(plan: BenchPlan) -> None:
                          f"(got {plan.iterations}, {plan.rounds}, {plan.warmup})")
     if plan.c_floor not in ("auto", "on", "off"):
         raise UsageError(f"--c-baseline must be auto, on or off (got {plan.c_floor})")
+    if plan.anchor is not None:
+        import os
+
+        if not (os.path.isfile(plan.anchor) and os.access(plan.anchor, os.X_OK)):
+            raise UsageError(f"--anchor {plan.anchor}: not an executable file (an IMB-MPI1 or "
+                             f"osu_allreduce binary built against this MPI)")
+        if plan.dtype != "float32":
+            raise UsageError("--anchor times float32 sums (IMB-MPI1 and osu_allreduce do): drop --dtype float64")
 
 
 __all__ = ["BenchPlan", "BLOCKING", "C_FLOOR", "DEFAULT_SIZES", "registered", "split_names",

@@ -37,7 +37,7 @@ class Spread:
     round_p90_s: float  # of t_max
     round_cv_pct: float  # of t_max
     t_max_by_round: tuple
-    errors: int
+    errors: int | None  # None: checked by an outside tool, not here
 
 
 def over_ranks(mpi: MPI.Comm, times: np.ndarray) -> RoundTimes:
@@ -49,7 +49,7 @@ def over_ranks(mpi: MPI.Comm, times: np.ndarray) -> RoundTimes:
     return RoundTimes(float(table.min(axis=0).mean()), float(table.mean()), float(table.max(axis=0).mean()))
 
 
-def spread(rounds: list[RoundTimes], errors: int) -> Spread:
+def spread(rounds: list[RoundTimes], errors: int | None) -> Spread:
     t_max = np.array([r.t_max for r in rounds])
     mean = float(t_max.mean())
     cv = float(t_max.std(ddof=1) / mean * 100) if len(t_max) > 1 and mean > 0 else 0.0
@@ -57,21 +57,35 @@ def spread(rounds: list[RoundTimes], errors: int) -> Spread:
                   float(np.median(t_max)), float(np.percentile(t_max, 90)), cv, tuple(t_max), errors)
 
 
+def timed_round(mpi: MPI.Comm, candidate, calls: int) -> tuple[RoundTimes, int | None]:
+    """One round of one candidate over the ranks: (times, wrong elements; None if not checked here).
+
+    A candidate timed outside these processes (an anchor) answers ``round_times`` itself."""
+    if hasattr(candidate, "round_times"):
+        return candidate.round_times(mpi, calls)
+    timed = candidate.time_calls(calls)
+    return over_ranks(mpi, timed.times_s), timed.wrong
+
+
 def run_rounds(mpi: MPI.Comm, candidates: list, warmup: int, iterations: int, rounds: int) -> dict:
-    """Warm every candidate up, then time ``rounds`` interleaved rounds: name -> :class:`Spread`."""
+    """Warm every candidate up, then time ``rounds`` interleaved rounds: name -> :class:`Spread`.
+
+    An anchor warms up inside each of its own launches."""
     wrong = np.zeros(len(candidates), dtype=np.int64)
+    checked = [not hasattr(c, "round_times") for c in candidates]
     for i, c in enumerate(candidates):
-        wrong[i] += c.time_calls(warmup).wrong
+        if checked[i]:
+            wrong[i] += c.time_calls(warmup).wrong
     per: list[list[RoundTimes]] = [[] for _ in candidates]
     for r in range(rounds):
         k = r % len(candidates)
         for i in list(range(k, len(candidates))) + list(range(k)):
-            timed = candidates[i].time_calls(iterations)
-            wrong[i] += timed.wrong
-            per[i].append(over_ranks(mpi, timed.times_s))
+            times, bad = timed_round(mpi, candidates[i], iterations)
+            wrong[i] += bad or 0
+            per[i].append(times)
     total = np.empty_like(wrong)
     mpi.Allreduce(wrong, total, op=MPI.SUM)
-    return {c.name: spread(per[i], int(total[i])) for i, c in enumerate(candidates)}
+    return {c.name: spread(per[i], int(total[i]) if checked[i] else None) for i, c in enumerate(candidates)}
 
 
 def ratio_to(base: Spread | None, other: Spread) -> float | None:

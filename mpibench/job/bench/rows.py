@@ -74,7 +74,7 @@ def progress_line(row: dict) -> str:
             f"{row['time_min_s'] * 1e6:10.1f} {row['time_avg_s'] * 1e6:10.1f} {row['time_max_s'] * 1e6:10.1f}"
             f" {(row.get('round_p90_s') or 0) * 1e6:10.1f} {row.get('round_cv_pct') or 0:5.1f}"
             f" {_gbps(row['algbw_gbps'])} {_gbps(row['busbw_gbps'])}"
-            f"  {'' if ratio is None else f'{ratio:9.2f}x':>10}  {row['errors']}"
+            f"  {'' if ratio is None else f'{ratio:9.2f}x':>10}  {'-' if row['errors'] is None else row['errors']}"
             + (f"   ({row['note']})" if row.get("note") else ""))
 
 
@@ -91,6 +91,6 @@ def summary_lines(rows: list[dict]) -> list[str]:
         bw = [r["busbw_gbps"] for r in measured if r["strategy"] == name and r["busbw_gbps"] is not None]
         if bw:
             parts.append(f"{name} {sum(bw) / len(bw):.3f}")
-    wrong = sum(r["errors"] for r in measured)
+    wrong = sum(r["errors"] or 0 for r in measured)
     return [f"# Avg bus bandwidth (GB/s = 1e9 B/s, mean over {len(set(r['bytes'] for r in measured))} "
             f"sizes): {', '.join(parts)}", f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}"]

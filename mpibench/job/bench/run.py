@@ -18,6 +18,8 @@ from mpibench.sync.comm import Comm
 from mpibench.base.records import BENCH_COLUMNS, CsvLog
 
 from . import cfloor
+from .anchor import ANCHOR, NOT_CHECKED, AnchorFailed, AnchorRun, label as anchor_label
+from .floor import FLOOR, LABEL as FLOOR_LABEL, MovementFloor
 from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyReduce
 from .inputs import DTYPES, Expected
 from .model import disagreements, flag_lines, load_calibration, modelled_rows
@@ -52,11 +54,13 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
     _say(world, f"# p={world.Get_size()}  dtype {plan.dtype}  op sum  baselines "
                 f"{'in' if plan.in_place else 'out-of'}-place  warm-up {plan.warmup}  "
                 f"{plan.rounds} rounds x {plan.iterations} calls  GB/s = 1e9 B/s"
-                + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}"))
+                + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}")
+                + ("" if plan.anchor is None else f"\n# anchor: {anchor_label(plan.anchor)}, launched by rank 0 "
+                   f"in every round while the benchmark's ranks sleep"))
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
     log = _open_log(world, out_dir, append)
-    crowding = oversubscription(world)
+    crowding = oversubscription(world, out_dir)
     if crowding:
         _say(world, f"# {crowding}")
     rows = []
@@ -104,6 +108,10 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
     candidates = [BlockingAllreduce(comm.mpi, expected, plan.in_place)]
     if floor is not None:
         candidates.append(CFloorAllreduce(floor, comm.mpi, expected, plan.in_place))
+    if plan.anchor is not None:
+        candidates.append(AnchorRun(plan.anchor, n_bytes, plan.warmup))
+    if plan.floor:
+        candidates.append(MovementFloor(comm.mpi, count, DTYPES[plan.dtype]))
     if plan.dtype == "float32":
         from mpibench.sync import make_strategy
 
@@ -117,6 +125,8 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
             candidates.append(StrategyReduce(strategy, comm, expected, backend))
     try:
         spreads = run_rounds(comm.mpi, candidates, plan.warmup, plan.iterations, plan.rounds)
+    except AnchorFailed as exc:
+        raise CouldNotRun(f"the anchor did not run: {exc}") from None
     finally:
         for c in candidates:
             c.close()
@@ -129,21 +139,24 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
     rows = [measured_row(name, comm.size, n_bytes, plan.dtype, in_place, plan.warmup, plan.iterations,
                          plan.rounds, spreads[name], ratio_to(base, spreads[name])) for name, in_place in names]
     for row in rows:
+        if row["strategy"] == ANCHOR:
+            row.update(label=anchor_label(plan.anchor), note="; ".join(n for n in (row["note"], NOT_CHECKED) if n))
+        if row["strategy"] == FLOOR:
+            row.update(label=FLOOR_LABEL, errors=None, note="; ".join(n for n in (row["note"], "no MPI") if n))
         row["note"] = "; ".join(n for n in (row["note"], crowding) if n)
     return rows
 
 
-def oversubscription(world: MPI.Comm) -> str:
-    """A note when this host runs more ranks than it has cores (figures then time-share)."""
-    from mpibench.job.timing import cores_available
-    from mpibench.base.runinfo import this_host
+def oversubscription(world: MPI.Comm, out_dir: str | None = None) -> str:
+    """A note when a host runs more ranks than its ranks' affinity masks together hold
+    CPUs (figures then time-share); judged from every rank, whatever the binding, which
+    run.json records (``host_cpus``) when there is an ``out_dir``."""
+    from mpibench.job.hostload import host_cores, oversubscription_note, record_host_cpus
 
-    hosts = world.allgather(this_host())
-    on_host, cores = hosts.count(this_host()), cores_available()
-    busiest = world.allreduce(on_host - cores, op=MPI.MAX)
-    if busiest <= 0:
-        return ""
-    return f"oversubscribed: up to {busiest} more ranks than cores on a host; not a result"
+    hosts = host_cores(world)
+    if out_dir is not None and world.Get_rank() == 0:
+        record_host_cpus(out_dir, hosts)
+    return oversubscription_note(hosts)
 
 
 def _model(world: MPI.Comm, cal, plan: BenchPlan, measured: list[dict], log, out_dir) -> list[dict]:

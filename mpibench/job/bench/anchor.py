@@ -1,0 +1,171 @@
+"""An independent anchor in the benchmark's rounds: IMB-MPI1 or osu_allreduce, as its own job.
+
+``bench --anchor PATH`` names a binary the user built against the same MPI
+(the project ships and builds neither). In every round, at every size, rank 0
+launches it as a separate job of the same size through the suite's launcher
+(``MPIBENCH_MPIEXEC``, else ``mpirun``) with the round's call count, while
+every benchmark rank sleeps (an ``Ibarrier`` polled with sleeps, so the cores
+are the anchor's); the tool's own table gives the row. The kind is told by the
+file name: ``IMB`` in it means IMB-MPI1 (``Allreduce``, lengths from a file,
+``-iter`` with ``-iter_policy off``), anything else takes osu_allreduce's
+options (``-m N:N -i ITER -x WARMUP -f``), as does the project's own
+``c_anchor.c``. Its figures are each rank's mean call time, then min / avg /
+max over the ranks, in microseconds; its results are checked by the tool, not
+here (the row's ``errors`` is empty and its note says so).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpi4py import MPI
+
+from mpibench.base.config import launcher
+from mpibench.job.timing import idle_until_released
+
+from .rounds import RoundTimes
+
+ANCHOR = "anchor"
+LAUNCH_TIMEOUT_S = 600.0
+NOT_CHECKED = "independent tool, its own job: results checked by the tool, not by mpibench"
+# What a launcher puts in its ranks' environment; a nested launch must not inherit it.
+_LAUNCHER_PREFIXES = ("PMIX_", "PRTE_", "OPAL_", "PMI_", "HYDRA_", "HYDI_", "OMPI_")
+_KEPT = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
+_INJECTED_MCA = {"num_procs", "initial_wdir", "cpu_type", "PREFIXES", "mpi_ft_enable"}
+
+
+class AnchorFailed(RuntimeError):
+    """The anchor did not run or printed no figure for a size."""
+
+
+def kind_of(path: str) -> str:
+    return "imb" if "imb" in Path(path).name.lower() else "osu"
+
+
+def launch_env() -> dict:
+    """This rank's environment without what its launcher injected; the user's MCA settings stay."""
+    env = {}
+    for key, value in os.environ.items():
+        if key.startswith("OMPI_MCA_"):
+            name = key[len("OMPI_MCA_"):]
+            if name not in _INJECTED_MCA and not name.startswith(("orte_", "ess_", "pmix_")):
+                env[key] = value
+        elif key in _KEPT or not key.startswith(_LAUNCHER_PREFIXES):
+            env[key] = value
+    return env
+
+
+def tool_args(path: str, n_bytes: int, ranks: int, calls: int, warmup: int, lengths_file: str) -> list[str]:
+    if kind_of(path) == "imb":
+        Path(lengths_file).write_text(f"{n_bytes}\n")
+        return [path, "Allreduce", "-npmin", str(ranks), "-iter", str(calls), "-iter_policy", "off",
+                "-time", "1000", "-msglen", lengths_file]
+    return [path, "-m", f"{n_bytes}:{n_bytes}", "-i", str(calls), "-x", str(max(warmup, 1)), "-f"]
+
+
+def parse_table(kind: str, text: str) -> dict[int, RoundTimes]:
+    """bytes -> seconds per call (min, avg, max over ranks) from the tool's printed table.
+
+    IMB: ``#bytes #repetitions t_min t_max t_avg``; OSU (``-f``): ``Size Avg Min Max
+    Iterations``, or ``Size Avg`` without ``-f``."""
+    rows = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or line.lstrip().startswith("#") or not fields[0].isdigit():
+            continue
+        try:
+            numbers = [float(f) for f in fields]
+        except ValueError:
+            continue
+        if kind == "imb" and len(numbers) >= 5:
+            rows[int(numbers[0])] = RoundTimes(numbers[2] * 1e-6, numbers[4] * 1e-6, numbers[3] * 1e-6)
+        elif kind == "osu" and len(numbers) >= 4:
+            rows[int(numbers[0])] = RoundTimes(numbers[2] * 1e-6, numbers[1] * 1e-6, numbers[3] * 1e-6)
+        elif kind == "osu" and len(numbers) >= 2:
+            rows[int(numbers[0])] = RoundTimes(numbers[1] * 1e-6, numbers[1] * 1e-6, numbers[1] * 1e-6)
+    return rows
+
+
+def host_cores(mpi: MPI.Comm) -> set[int] | None:
+    """Collective: the cores that the ranks on rank 0's host may use, together (None off Linux).
+
+    A nested launch inherits its parent's mask, one core when the launcher bound
+    the ranks; the anchor gets every core the benchmark's ranks had."""
+    from mpibench.base.runinfo import this_host
+
+    mine = (this_host(), sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None)
+    everyone = mpi.allgather(mine)
+    if mine[1] is None:
+        return None
+    return {c for host, cores in everyone if host == everyone[0][0] and cores for c in cores}
+
+
+def launcher_argv() -> list[str]:
+    """The suite's launcher; a bare name not on the PATH is looked up beside this Python."""
+    import shutil
+    import sys
+
+    argv = shlex.split(launcher())
+    beside = Path(sys.executable).parent / argv[0]
+    if os.sep not in argv[0] and shutil.which(argv[0]) is None and beside.exists():
+        argv[0] = str(beside)
+    return argv
+
+
+def run_once(path: str, n_bytes: int, ranks: int, calls: int, warmup: int,
+             cores: set[int] | None = None) -> RoundTimes:
+    """Launch the tool once for one size (on the calling process) and read its figure."""
+    with tempfile.TemporaryDirectory(prefix="mpibench-anchor-") as tmp:
+        cmd = launcher_argv() + ["-n", str(ranks)] + tool_args(
+            path, n_bytes, ranks, calls, warmup, os.path.join(tmp, "lengths"))
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL, env=launch_env(), cwd=tmp,
+                                  preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores))
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise AnchorFailed(f"{shlex.join(cmd)}: {exc}") from None
+    got = parse_table(kind_of(path), done.stdout).get(n_bytes)
+    if done.returncode != 0 or got is None:
+        gist = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:300]
+        raise AnchorFailed(f"{shlex.join(cmd)} exited {done.returncode} without a figure for "
+                           f"{n_bytes} B: {gist}")
+    return got
+
+
+@dataclass
+class AnchorRun:
+    """The anchor as a benchmark candidate: one launch per round and size, timed by the tool."""
+
+    path: str
+    n_bytes: int
+    warmup: int
+    name: str = ANCHOR
+    in_place: bool = False
+
+    def round_times(self, mpi: MPI.Comm, calls: int) -> tuple[RoundTimes, None]:
+        """Collective: rank 0 launches the tool while every rank sleeps; all get its figures."""
+        answer: RoundTimes | str = ""
+        cores = host_cores(mpi)
+        if mpi.Get_rank() == 0:
+            try:
+                answer = run_once(self.path, self.n_bytes, mpi.Get_size(), calls, self.warmup, cores)
+            except AnchorFailed as exc:
+                answer = str(exc)
+        idle_until_released(mpi)
+        answer = mpi.bcast(answer, root=0)
+        if isinstance(answer, str):
+            raise AnchorFailed(answer)
+        return answer, None
+
+    def close(self) -> None:
+        pass
+
+
+def label(path: str) -> str:
+    tool = "IMB-MPI1 Allreduce" if kind_of(path) == "imb" else "osu_allreduce-style tool"
+    return f"anchor: {tool} at {path}, its own job"
+
