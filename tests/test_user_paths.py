@@ -228,7 +228,8 @@ def killed_then_checked(tmp_path: Path, index: int, needle: str, delay_s: float)
     return judged.returncode, judged.stdout + judged.stderr, json.loads(path.read_text()) if path.exists() else {}
 
 
-@pytest.mark.slow  # ten launches of the whole job with its benchmarks: ~2 min on two busy cores
+# Ten launches of the whole job with its benchmarks, two at a time: 44 s on a quiet 2-core
+# machine (load 1-3), 77-128 s while five other engineers' tests ran beside it (load 15-17).
 def test_a_main_job_killed_at_ten_moments_is_never_judged_a_pass(tmp_path):
     """SIGKILL of the launcher's whole process group at each moment: ``check`` exits 3 and
     names the first part that did not finish (run.json itself when the kill came before it)."""
