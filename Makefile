@@ -74,7 +74,7 @@ endif
 run: $(STAMP)
 	@status=0; $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT)) </dev/null || status=$$?; \
 	if [ $$status = 2 ]; then exit 2; fi; \
-	$(PY) -m mpibench check $(or $(OUT),mpibench-out/latest) || exit $$?; \
+	$(PY) -m mpibench check --confirm $(or $(OUT),mpibench-out/latest) || exit $$?; \
 	if [ $$status = 4 ]; then exit 4; fi
 
 # The system packages first (quick when present; as root, apt-get installs what is missing):

@@ -20,10 +20,27 @@ DPI = 80
 PALETTE = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
+# One colour per name the charts draw, none repeated (the palette has ten); a plugged-in
+# strategy beyond them takes one from a second palette by its name.
+COLOUR_ORDER = ["ring", "ps", "native", "blocking", "c_floor", "rd", "rabenseifner", "hier", "auto"]
+EXTRA = plt.get_cmap("tab20b").colors
+
+
 def colour_of(strategy: str) -> str:
-    order = ["ring", "ps", "native"]
-    index = order.index(strategy) if strategy in order else len(order) + sum(map(ord, strategy))
-    return PALETTE[index % len(PALETTE)]
+    if strategy in COLOUR_ORDER:
+        return PALETTE[COLOUR_ORDER.index(strategy) % len(PALETTE)]
+    return matplotlib.colors.to_hex(EXTRA[sum(map(ord, strategy)) % len(EXTRA)])
+
+
+def compact_legend(ax, strategies, tags) -> None:
+    """One entry per strategy (its colour) and one per tag (its line style), outside the axes,
+    so the legend neither covers the largest sizes' points nor repeats every pair."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colour_of(s), lw=3, label=s) for s in strategies]
+    handles += [Line2D([], [], color="black", ls="-" if t == "measured" else "--",
+                       marker="o" if t == "measured" else "x", label=t) for t in tags]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 def to_data_uri(fig) -> str:
@@ -73,5 +90,9 @@ def bench_chart(bench: pd.DataFrame) -> str:
     ax.set(xscale="log", yscale="log", xlabel="bytes", ylabel="microseconds",
            title=f"collective time on {ranks} ranks")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    compact_legend(ax, sorted(set(rows.strategy.astype(str)), key=_draw_order), sorted(set(rows.tag.astype(str))))
     return to_data_uri(fig)
+
+
+def _draw_order(strategy: str) -> tuple:
+    return (COLOUR_ORDER.index(strategy) if strategy in COLOUR_ORDER else len(COLOUR_ORDER), strategy)

@@ -59,6 +59,8 @@ img{max-width:100%;display:block;margin:.5em 0}.meta td{border:none;padding:1px 
 .banner.pass{background:#e3f4e3;border-color:#2e8b3d}.banner.pass .word{color:#1f6e2c}
 .banner.fail{background:#fbe0dc;border-color:#c0392b}.banner.fail .word{color:#a02818}
 .banner.unknown{background:#fff3cd;border-color:#d4a017}.banner.unknown .word{color:#8a6d00}
+.banner.unjudged{background:#eef1f5;border-color:#7a8699}.banner.unjudged .word{color:#3d4a5c}
+.banner.measured{background:#eef1f5;border-color:#7a8699}.banner.measured .word{color:#3d4a5c}
 .banner .source{font-size:11px;color:#666}.warning{background:#fff3cd;border:1px solid #d4a017;padding:.3em .6em}
 table.matrix td.cell{padding:0}table.matrix td.cell a{display:block;padding:2px 8px;color:inherit;text-decoration:none}
 table.matrix td.pass{background:#cdeccd}table.matrix td.fail{background:#f5b7b1;font-weight:600}

@@ -227,6 +227,11 @@ def _int(text: str) -> int:
     return int(text) if text.isdigit() else 1 << 30
 
 
+def _cell(value) -> str:
+    """A CSV cell as text: an empty one (NaN once read, as a partition's phase) is empty, never 'nan'."""
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
 def fault_marks(faults: pd.DataFrame | None, x: Scale) -> str:
     """A glyph and a thin line at each injected fault (kill, partition, delay), by kind."""
     if faults is None or faults.empty:
@@ -236,7 +241,7 @@ def fault_marks(faults: pd.DataFrame | None, x: Scale) -> str:
     parts = []
     for (step, kind), part in events.groupby(["step", "kind"], sort=True):
         kind = str(kind)
-        what = "; ".join(sorted({f"rank {r.rank} {r.phase}".strip() if "phase" in part else f"rank {r.rank}"
+        what = "; ".join(sorted({f"rank {_cell(r.rank)} {_cell(getattr(r, 'phase', ''))}".strip()
                                  for r in part.itertuples(index=False)}))
         xs = x(float(step))
         col = FAULT_COLOURS[kind]

@@ -70,6 +70,7 @@ ROWS = [
     (["run", "--lr", "-0.1"], "--lr"),
     (["run", "--deadline-s", "nan"], "--deadline-s"),
     (["run", "--deadline-s", "0"], "deadline"),
+    (["run", "--deadline-s", "0.001"], "at least"),  # too short to be met: bad input, not a race
     (["run", "--straggler-deadline", "-1"], "deadline"),
     (["run", "--steps", "0"], "--steps"),
     (["run", "--check-every", "0"], "--check-every"),
@@ -90,6 +91,8 @@ ROWS = [
     (["bench", "--strategies", "no-such-strategy"], "strategy"),
     (["bench", "--seed", "-1"], "--seed"),
     (["bench", "--out", RESULTS], "already holds results"),
+    (["bench", "--calibration", "BAD"], "cannot read calibration"),  # no fresh folder, no latest link
+    (["bench", "--calibration", "bad-json"], "not JSON"),
     (["sweep", "--seeds", "0"], "--seeds"),
     (["sweep", "--case-deadline", "nan"], "--case-deadline"),
     (["sweep", "--case-deadline", "-5"], "--case-deadline"),

@@ -227,7 +227,8 @@ def test_numbers_are_written_as_people_write_them(page):
 
     assert [num(v) for v in (1024, 1024.0, 0.012345, 1234.5, 3.2e-5, 0.5)] == \
         ["1024", "1024", "0.0123", "1234", "3.2e-05", "0.5"]
-    assert "e+0" not in page.split("<h2 id='bench'>")[1].split("<details>")[0]
+    text = re.sub(r"data:image/[A-Za-z]+;base64,[A-Za-z0-9+/=]+", "", page)  # a chart's bytes are not numbers
+    assert "e+0" not in text.split("<h2 id='bench'>")[1].split("<details>")[0]
 
 
 def test_within_only_where_the_printed_error_is_within(page):

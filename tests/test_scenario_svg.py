@@ -36,3 +36,17 @@ def test_scale_maps_ends_to_ends_and_survives_a_flat_range():
     assert (s(0), s(10), s(5)) == (100, 200, 150)
     flat = Scale(3, 3, 0, 10)
     assert math.isfinite(flat(3)) and 0 <= flat(3) <= 10
+
+
+def test_a_fault_without_a_phase_is_titled_without_nan():
+    import pandas as pd
+
+    from mpibench.results.scenario_svg import fault_marks
+
+    faults = pd.DataFrame([{"scenario": "p", "strategy": "ring", "step": 1, "phase": float("nan"), "rank": "5 6 7",
+                            "kind": "partition", "detail": "sides 0 1 2 3 4 | 5 6 7"},
+                           {"scenario": "p", "strategy": "ring", "step": 2, "phase": "mid_reduction", "rank": "3",
+                            "kind": "kill", "detail": ""}])
+    svg = fault_marks(faults, lambda step: 10.0 * step)
+    assert "nan" not in svg
+    assert "step 1: partition (rank 5 6 7)" in svg and "step 2: kill (rank 3 mid_reduction)" in svg

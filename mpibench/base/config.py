@@ -63,6 +63,9 @@ class RunConfig:
             raise UsageError(f"--ps-shards must be 0 (one per member) or positive, got {self.ps_shards}")
         if self.straggler_deadline < 0 or self.deadline_s <= 0:
             raise UsageError("deadlines must be positive")
+        if self.deadline_s < MIN_DEADLINE_S:
+            raise UsageError(f"--deadline-s must be at least {MIN_DEADLINE_S:g} s (every MPI wait of a step "
+                             f"gets this long; shorter ones end healthy runs as stuck), got {self.deadline_s:g}")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -80,13 +83,43 @@ class RunConfig:
         return args
 
 
+# The shortest --deadline-s accepted: below it, waits that a healthy step needs time out.
+MIN_DEADLINE_S = 0.1
+# The flags the embedded Open MPI needs for the fault scenarios (the Makefile's MPIRUN_FLAGS).
+EMBEDDED_FLAGS = ("--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1")
+
+
 def launcher() -> str:
     """How jobs are launched: ``MPIBENCH_MPIEXEC``, else plain ``mpirun``."""
     return os.environ.get("MPIBENCH_MPIEXEC", "").strip() or "mpirun"
 
 
+def launcher_argv() -> list[str]:
+    """The launcher with an absolute program path, so a printed command runs as pasted from
+    any folder and without the virtual environment on PATH: ``MPIBENCH_MPIEXEC`` (a bare name
+    found beside this Python or on PATH), else this Python's own ``mpirun`` with the flags the
+    embedded Open MPI needs, else ``mpirun`` from PATH."""
+    import shutil
+    import sys
+
+    given = os.environ.get("MPIBENCH_MPIEXEC", "").strip()
+    beside = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if not given:
+        return [beside, *EMBEDDED_FLAGS] if os.access(beside, os.X_OK) else [shutil.which("mpirun") or "mpirun"]
+    argv = shlex.split(given)
+    if argv and os.sep not in argv[0]:
+        near = os.path.join(os.path.dirname(sys.executable), argv[0])
+        argv[0] = near if os.access(near, os.X_OK) else shutil.which(argv[0]) or argv[0]
+    return argv
+
+
 def replay_command(config: RunConfig, ranks: int, out_dir: str | None = None) -> str:
-    parts = shlex.split(launcher()) + ["-n", str(ranks), "python", "-m", "mpibench", "run"]
+    """The ``run`` command that replays ``config``: absolute launcher and interpreter. Without
+    ``out_dir`` every replay writes a fresh folder under ``./mpibench-out/`` (so running it
+    twice needs no ``--force``)."""
+    import sys
+
+    parts = launcher_argv() + ["-n", str(ranks), sys.executable, "-m", "mpibench", "run"]
     parts += config.cli_args()
     if out_dir:
         parts += ["--out", out_dir]

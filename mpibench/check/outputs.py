@@ -11,15 +11,17 @@ import json
 import os
 from dataclasses import asdict
 
+from .completeness import is_partial
 from .verdict import CaseVerdict, RunVerdict
 
 SCHEMA = 1
 COLUMNS = ["scenario", "strategy", "recovery", "step", "invariant", "passed", "detail"]
 EXIT = {"pass": 0, "fail": 1, "unknown": 3}
+EXIT_PARTIAL = 4  # everything that ran passed; some planned phases could not run here
 
 
 def exit_status(verdict: RunVerdict) -> int:
-    return EXIT[verdict.verdict]
+    return EXIT_PARTIAL if is_partial(verdict) else EXIT[verdict.verdict]
 
 
 def _violation(v) -> dict | None:
@@ -35,7 +37,9 @@ def _case(c: CaseVerdict) -> dict:
 def verdict_json(verdict: RunVerdict) -> str:
     doc = {"schema": SCHEMA, "verdict": verdict.verdict, "reason": verdict.reason, "checks": verdict.checks,
            "violations": verdict.violations, "first_violation": _violation(verdict.first_violation),
-           "cases": [_case(c) for c in verdict.cases]}
+           "cases": [_case(c) for c in verdict.cases], "exit_status": exit_status(verdict)}
+    if verdict.phases is not None and verdict.phases.planned:
+        doc["phases"] = verdict.phases.as_dict()
     return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -62,6 +66,9 @@ def write_outputs(out_dir: str, verdict: RunVerdict) -> None:
 def verdict_line(verdict: RunVerdict) -> str:
     """One line: the verdict, and the first violation with its replay or why nothing can be said."""
     counts = f"{len(verdict.cases)} case(s), {verdict.checks} checks, {verdict.violations} violation(s)"
+    if is_partial(verdict):
+        missing = "; ".join(f"{p} (needs {n})" if n else p for p, n in verdict.phases.not_run.items())
+        return f"verdict: partial pass ({counts}); not run here: {missing}"
     if verdict.verdict == "pass":
         return f"verdict: pass ({counts})"
     if verdict.verdict == "unknown":

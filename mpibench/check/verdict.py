@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from . import completeness
 from .case import CaseModel
 from .history import CannotJudge, read_json
 from .invariants import INVARIANTS, NO_COMMIT
@@ -68,6 +69,7 @@ class RunVerdict:
     verdict: str
     reason: str | None
     cases: list = field(default_factory=list)
+    phases: completeness.PhaseAccount | None = None  # what became of each planned phase
 
     @property
     def checks(self) -> int:
@@ -130,21 +132,28 @@ def read_case_ids(out_dir: str) -> list[str]:
     return [str(c) for c in cases]
 
 
-def check_run(out_dir: str, checked: dict | None = None) -> RunVerdict:
-    """Judge every case ``run.json`` lists; fail if any fails, else unknown if any is unknown.
+def check_run(out_dir: str, checked: dict | None = None, after_verdict=()) -> RunVerdict:
+    """Judge every case ``run.json`` lists, then whether every planned phase ended
+    (:mod:`.completeness`); fail if any case fails, else unknown if anything is unknown.
 
     ``checked``: case id -> CaseVerdict already reached on that case's complete history in
     this process (taken as it is, not judged again, if it compared every step with the
     reference; a thinned online verdict is judged again in full, so the verdict of record
-    is the same whether it comes from the job or from ``check DIR``).
+    is the same whether it comes from the job or from ``check DIR``). ``after_verdict``:
+    planned phases that follow this judgement (the job's page).
     """
-    checked = checked or {}
+    phases = completeness.account(out_dir, after_verdict)
+    verdict = _check_cases(out_dir, checked or {}, phases.not_run)
+    return completeness.apply(completeness.with_sweep(verdict, out_dir, phases, check_run), phases)
+
+
+def _check_cases(out_dir: str, checked: dict, not_run) -> RunVerdict:
     try:
         ids = read_case_ids(out_dir)
     except CannotJudge as exc:
         return RunVerdict("unknown", str(exc))
     cases = []
-    for cid in ids:
+    for cid in (c for c in ids if c not in not_run):  # a case the launch could not run has no history
         folder = os.path.join(out_dir, "history", cid)
         if cid in checked and checked[cid].reference_every == 1:
             cases.append(checked[cid])

@@ -110,13 +110,12 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
 
 @click.command()
 @click.option("--jobs", type=int, default=2, show_default=True, help="jobs run at the same time")
-@click.option("--out", type=click.Path(file_okay=False), default="mpibench-selftest", show_default=True,
-              help="output folder: one folder per job")
 @click.option("--mpiexec", default=None, help=MPIEXEC_HELP.format(what="jobs"))
 @click.option("--strategy", default=None,
               help="instead: check this strategy (name or package.module:Class) on uneven shards "
                    "under every fault the self-test uses; exit 0 only if it holds every invariant")
-def selftest(jobs, out, mpiexec, strategy):
+@with_options(out_options("the self-test (one folder per job, the summary in selftest.txt)"))
+def selftest(jobs, mpiexec, strategy, **kw):
     """The checker against known-bad reductions; exit 0 only if every one is caught.
 
     Prints, for each mutant, the invariant and step that caught it, and shows
@@ -133,11 +132,21 @@ def selftest(jobs, out, mpiexec, strategy):
         raise UsageError("--jobs must be at least 1")
     if strategy is not None:
         validate([strategy])
+    request = out_request(kw, "selftest", 0)  # a folder holding results is refused before anything runs
     try:
         preflight(mpiexec, WORKERS)
     except LaunchError as exc:
         could_not_run(str(exc))
-    sys.exit(run_selftest(Path(out), launcher_argv(mpiexec), jobs, strategy=strategy))
+    from mpibench.drive.selftest import summary_stream
+    from mpibench.job.outdir import OutDirError, resolve
+
+    try:
+        out = Path(resolve(request))
+    except OutDirError as exc:
+        raise UsageError(str(exc)) from None
+    with summary_stream(out / "selftest.txt") as stream:
+        code = run_selftest(out, launcher_argv(mpiexec), jobs, stream=stream, strategy=strategy)
+    sys.exit(code)
 
 
 @click.command()

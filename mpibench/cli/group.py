@@ -53,8 +53,9 @@ def main(ctx, engine, ranks, np_ranks, platform, **kw):
     on --np ranks and says what it started. Exit status (from the checker's
     verdict.json): 0 all invariants held, 1 a violation (the message names
     step, invariant and the replay command), 2 bad usage or input, 3 could not
-    run or the history cannot be judged, 4 everything that ran passed but some
-    planned cases were not run (this launch cannot support them).
+    run or the history cannot be judged (or a planned phase never finished), 4 everything that ran passed but some
+    planned cases were not run (this launch cannot support them). The verdict
+    comes first, then report.html is built from the judged folder.
 
     \b
     Example:  mpirun -n 8 --oversubscribe --with-ft ulfm --prtemca state_base_recoverable 1 \\

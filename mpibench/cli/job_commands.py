@@ -159,5 +159,9 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     validate(plan)
     if seed < 0 or ps_shards < 0 or parse_size(bucket_bytes) < 4:
         raise UsageError("--seed and --ps-shards must be 0 or positive, --bucket-bytes at least 4")
+    if calibration is not None and model:
+        from mpibench.job.bench.model import load_calibration
+
+        load_calibration(calibration)  # read now: a bad file must not leave an empty folder behind
     request = out_request(kw, "bench", seed)  # bad input fails before any folder is made
     sys.exit(guarded(lambda: bench_command(plan, device, shared_out(request))))

@@ -12,18 +12,22 @@ from mpibench.base.config import UsageError
 
 @click.command()
 @click.argument("out_dir", metavar="DIR", type=click.Path(file_okay=False))
-def check(out_dir):
+@click.option("--confirm", is_flag=True, help="after a job that printed its verdict: print the verdict "
+              "line again only if this judgement differs from the job's verdict.json")
+def check(out_dir, confirm):
     """Judge a run folder from its history alone (no MPI); write verdict.json and invariants.csv.
 
     Reads DIR/run.json and DIR/history/, rebuilds data, shards and epoch orders
     from the seed, and checks the six invariants. Exit status: 0 pass, 1 a
     violation (printed with step, invariant and replay command), 3 cannot judge
     (no run.json, no history, a worker's file missing or cut short without a
-    scheduled kill), 2 bad usage.
+    scheduled kill, a planned phase that never finished: each named), 4 partial
+    (everything that ran passed; planned phases the launch could not run are
+    named with what they need), 2 bad usage.
     """
     from mpibench.check.command import check_command
 
-    sys.exit(check_command(out_dir))
+    sys.exit(check_command(out_dir, confirm=confirm))
 
 
 @click.command()
@@ -42,7 +46,23 @@ def report(out_dir):
         path = build(out_dir, progress=lambda text: click.echo(f"report: {text}", err=True))
     except ReportInputError as exc:
         raise UsageError(str(exc)) from None
-    click.echo(f"wrote {path}")
+    _page_phase_done(out_dir)
+    click.echo(f"wrote {os.path.abspath(path)}")
+
+
+def _page_phase_done(out_dir: str) -> None:
+    """A run that planned its page (run.json ``phases``) has it now: the phase is accounted for."""
+    import json
+
+    from mpibench.base.plan import mark_finished
+
+    try:
+        with open(os.path.join(out_dir, "run.json")) as fh:
+            planned = json.load(fh).get("phases") or []
+    except (OSError, ValueError, AttributeError):
+        return
+    if "report" in planned:
+        mark_finished(out_dir, "report")
 
 
 @click.command()

@@ -108,6 +108,9 @@ def guarded(body) -> int:
     """Run a job body: bad input exits 2 on every rank, a spawn the launcher refused
     ends the job as "could not run" (3), a crash aborts the job."""
     from mpibench.faults.respawn import SpawnRefused  # here: MPI starts only in a job body
+    from mpibench.sync.comm import CommError
+
+    from .ending import bound_exit, stuck_exit
 
     try:
         code = body()
@@ -118,10 +121,16 @@ def guarded(body) -> int:
     except SpawnRefused as exc:  # the launcher's limits, not a defect: "could not run"
         abort_could_not_run(str(exc), exc.first)
         return EXIT_COULD_NOT_RUN
+    except CommError as exc:  # a deadline no recovery policy absorbs: the run is stuck
+        from mpi4py import MPI
+
+        stuck_exit(exc, MPI.COMM_WORLD.Get_rank())
+        return EXIT_VIOLATION
     except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
         abort_job(exc)
         return EXIT_VIOLATION
     from mpibench.faults.ulfm import exit_process
 
+    bound_exit(code)  # the status is known: leaving may not wait for ever
     exit_process(code)  # after a failure or a revoke, leave without MPI_Finalize (it can hang)
     return code

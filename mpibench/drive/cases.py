@@ -97,10 +97,12 @@ def write_case(case: Case, folder: Path) -> Path:
 
 
 def replay_command(mpiexec: list[str], case: Case, folder: Path, out_name: str = "replay") -> str:
-    """The case's own ``run`` job as one command line that runs as pasted from any directory
-    (absolute paths; ``--force``: pasted again, it replaces its own earlier replay)."""
+    """The case alone, into its own ``replay`` folder, as one command line that runs as pasted
+    from any directory (absolute paths); ``--force``: pasting it again replaces the previous
+    replay there instead of being refused (that folder holds nothing else)."""
     folder = Path(folder).absolute()
-    args = case.run_args(folder / "schedule.toml", folder / out_name) + ["--force"]
+    args = case.run_args(folder / "schedule.toml", folder / out_name)
+    args = args[:-2] + ["--force"] + args[-2:]  # the folder stays the last word
     return shlex.join(mpibench_command(mpiexec, case.workers, args))
 
 

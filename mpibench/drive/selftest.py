@@ -19,6 +19,8 @@ Controls keep the catches honest:
 """
 from __future__ import annotations
 
+import contextlib
+
 import math
 import sys
 import time
@@ -181,6 +183,25 @@ def strategy_trials(strategy: str) -> list[Trial]:
         plan.append(Trial(f"{strategy}/{labels.get(name, name)}", None, strategy, WORKERS, False, events, recovery,
                           group="control"))
     return plan
+
+
+@contextlib.contextmanager
+def summary_stream(path: Path):
+    """Standard output that is also kept in ``path`` (the self-test folder's summary)."""
+    class Both:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, text: str) -> None:
+            sys.stdout.write(text)
+            self.fh.write(text)
+
+        def flush(self) -> None:
+            sys.stdout.flush()
+            self.fh.flush()
+
+    with open(path, "w", encoding="utf-8") as fh:
+        yield Both(fh)
 
 
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,

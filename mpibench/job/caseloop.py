@@ -22,6 +22,7 @@ from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.exits import EXIT_USAGE, EXIT_VIOLATION
 from mpibench.base.records import STATUS_FILE
 from .continuation import BetweenScenarios, MainJobAt
+from .phases import case_finished, progress_tag
 from .runner import run_scenario_on
 
 
@@ -46,11 +47,13 @@ def run_plan(job, comm: MPI.Comm, first: int, records, backend, done=(), until=N
             comm = _launched_member_spared(comm, config)
         at = MainJobAt(job, index, tuple(results), until)
         _progress(comm, (f"case {_case_name(at.out)}" if own else f"scenario {config.scenario}")
-                  + f" under {config.strategy} ...")
+                  + f" under {config.strategy} ... " + progress_tag(job, index, until, time.time()))
         summary, comm = (_run_case(config, comm, backend, at) if own else
                          run_scenario_on(config, comm, records, backend, continuation=at))
         if summary is not None:
             results.append((config, summary, at.out if own else None))
+            if not own:  # the main job's own scenario: its phase record (a case folder has its verdict)
+                case_finished(comm, job.out, index, config)
     if job.restore_at_end:
         comm = restore_world(comm, job.world_size, BetweenScenarios(job, len(job.plan), tuple(results), until))
     return results, comm, until
@@ -95,7 +98,7 @@ def finish_case(comm: MPI.Comm, config: RunConfig, summary, out: str, wall_s: fl
 
     if comm.Get_rank() != 0:
         return
-    code = verdict_status(out, [summary.case_verdict] if summary.case_verdict is not None else [])
+    code = verdict_status(out, [summary.case_verdict] if summary.case_verdict is not None else [], say=False)
     write_case_status(out, EXIT_VIOLATION if summary.error else code, summary.error, wall_s)
 
 

@@ -3,13 +3,15 @@
 ``start`` runs before the scenarios (so the calibration sees a quiet job);
 ``finish`` runs after them and the benchmarks: it measures scaling, adds the
 model's rows beside every measured figure, compares the two and writes
-``scaling.csv``, ``comparison.csv``, the modelled rows of ``bench.csv``,
-the calibration in ``run.json`` and ``report.html``. Only rank 0 writes.
+``scaling.csv``, ``comparison.csv``, the modelled rows of ``bench.csv`` and
+the calibration in ``run.json``. ``write_page`` builds ``report.html`` once the
+folder is judged (verdict.json written). Only rank 0 writes.
 """
 from __future__ import annotations
 
 import csv
 import os
+import shlex
 import sys
 
 import pandas as pd
@@ -88,8 +90,19 @@ def finish(world: MPI.Comm, out_dir: str, base, cal: Calibration, backend, strat
     comparison.to_csv(os.path.join(out_dir, "comparison.csv"), index=False)
     runinfo.update(out_dir, {"calibration": cal.as_dict(), "model_options": options,
                              "scaling_plan": plan.__dict__})
+
+
+def write_page(out_dir: str) -> str | None:
+    """report.html from the judged folder (rank 0, after verdict.json); says where it is.
+
+    Returns its path, or None when it could not be built (the verdict stands: the page is
+    a view of the folder, rebuilt offline with the printed command)."""
     try:
-        build(out_dir)
+        path = os.path.abspath(build(out_dir))
     except Exception as exc:  # noqa: BLE001 - a report bug must not cost the run its verdict
-        print(f"mpibench: report.html not built ({type(exc).__name__}: {exc}); "
-              f"rebuild it with: python -m mpibench report {out_dir}", file=sys.stderr, flush=True)
+        print(f"mpibench: report.html not built ({type(exc).__name__}: {exc}); rebuild it with: "
+              f"{shlex.join([sys.executable, '-m', 'mpibench', 'report', os.path.abspath(out_dir)])}",
+              file=sys.stderr, flush=True)
+        return None
+    print(f"report: {path}", flush=True)
+    return path

@@ -2,7 +2,7 @@
 
 Without ``--out`` every run gets a fresh folder
 ``mpibench-out/<UTC timestamp>-<kind>-seed<S>/`` (kind: the scenario name, ``main``,
-``bench`` or ``sweep``) and ``mpibench-out/latest`` is pointed at it. An explicit
+``bench``, ``sweep`` or ``selftest``) and ``mpibench-out/latest`` is pointed at it. An explicit
 ``--out`` that already holds results is refused unless ``--force``; with
 ``--force`` the previous run's result files are removed first, so the folder
 still holds one run. Only the first rank of a job resolves the folder (it
@@ -23,7 +23,8 @@ DEFAULT_PARENT = "mpibench-out"
 LATEST = "latest"
 # What a run, a benchmark or a sweep writes; a folder holding any of these holds results.
 RESULT_FILES = ("run.json", "steps.csv", "invariants.csv", "faults.csv", "bench.csv", "scaling.csv",
-                "comparison.csv", "report.html", "sweep.csv", "sweep.json", "findings.csv", "verdict.json")
+                "comparison.csv", "report.html", "sweep.csv", "sweep.json", "findings.csv", "verdict.json",
+                "selftest.txt")
 RESULT_FOLDERS = ("history", "cases", "sweep")
 
 

@@ -7,8 +7,6 @@ judges the folder's history and writes verdict.json and invariants.csv.
 """
 from __future__ import annotations
 
-import time
-
 from mpi4py import MPI
 
 from mpibench.base import runinfo
@@ -54,19 +52,21 @@ def open_records(world: MPI.Comm, out: str) -> RunRecords:
     return RunRecords(out) if world.Get_rank() == 0 else RunRecords.joining(out)
 
 
-def verdict_status(out: str | None, checked=()) -> int:
-    """Write verdict.json and invariants.csv for the run in ``out``; 0 pass, 1 fail, 3 unknown.
+def verdict_status(out: str | None, checked=(), after_verdict=(), say: bool = True) -> int:
+    """Write verdict.json and invariants.csv for the run in ``out``; 0 pass, 1 fail, 3 unknown,
+    4 partial (some planned phases could not run here).
 
     ``checked``: case verdicts the online checks already reached on complete histories
     (the checker is deterministic: judging them again would give the same).
+    ``after_verdict``: planned phases that come after this verdict (the main job's page).
+    ``say``: print the verdict line (a sweep case's is summed up by its sweep instead).
     """
     from mpibench.check import check_run, exit_status, verdict_line, write_outputs
 
     if out is None:
         return 3
-    start = time.perf_counter()
-    verdict = check_run(out, {c.case: c for c in checked})
+    verdict = check_run(out, {c.case: c for c in checked}, after_verdict)
     write_outputs(out, verdict)
-    print(verdict_line(verdict), flush=True)
-    print(f"verdict time {time.perf_counter() - start:.6f} s", flush=True)
+    if say:
+        print(verdict_line(verdict), flush=True)
     return exit_status(verdict)

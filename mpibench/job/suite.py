@@ -13,7 +13,7 @@ from mpibench.base.records import RunRecords
 from mpibench.engine.history import case_id
 from mpibench.engine.summary import Summary, violation_message
 
-from . import launch_plan
+from . import launch_plan, phases
 from .caseloop import run_in_folder, run_plan
 from .runfolder import backend_for, open_out, open_records, write_run_json, verdict_status
 from .continuation import Batch, BetweenScenarios, MainJob, MainJobAt, SingleRun
@@ -144,6 +144,7 @@ def main_job(base: RunConfig, out, plan_sweep=None) -> int:
                     job={"job": "main", "strategy": main_strategies(),
                          "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
     sweep = plan_sweep(base, world, out) if plan_sweep else None  # short random cases after the scenarios
+    phases.write_plan(world, out, phases.planned(plan, bool(sweep and sweep.configs), calibration is not None))
     skip = frozenset(not_run) | launch_plan.sweep_left_out(world, caps, sweep.configs if sweep else [], len(plan))
     job = MainJob(tuple(plan) + tuple(sweep.configs if sweep else ()), world.Get_size(), out, base, calibration,
                   time.time(), outs=(None,) * len(plan) + tuple(sweep.outs if sweep else ()),
@@ -166,16 +167,25 @@ def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=
     results, comm, until = run_plan(job, comm, first, records, backend, done, until)
     records.close()
     scenarios = [(c, s) for c, s, own in results if own is None]
-    sweep_code = job.sweep.judge(comm, job.out, results, until) if job.sweep else 0
+    sweep_code = 0
+    if job.sweep and job.sweep.configs:
+        sweep_code = job.sweep.judge(comm, job.out, results, until)
+        phases.finished(comm, job.out, phases.SWEEP)
     if job.calibration is not None:
         from .bench import main_job_bench
 
         main_job_bench(comm, job.out, job.base, backend, lambda text: _progress(comm, text))
+        phases.finished(comm, job.out, phases.BENCH)
         results_job.finish(comm, job.out, job.base, job.calibration, backend, sorted(set(main_strategies()) | {"native"}),
                            lambda text: _progress(comm, text))
-    code = _worst(_finish(scenarios, job.world_size, time.time() - job.start_time, backend, comm, job.out),
-                  sweep_code)
+        phases.finished(comm, job.out, phases.SCALING)
+    # Judged first, then the page from the judged folder: it shows the verdict.json just written.
+    code = _worst(_finish(scenarios, job.world_size, time.time() - job.start_time, backend, comm, job.out,
+                          phases.AFTER_VERDICT), sweep_code)
     code = launch_plan.partial_status(code, job.not_run)
+    if comm.Get_rank() == 0:
+        results_job.write_page(job.out)
+        phases.finished(comm, job.out, phases.REPORT)
     code = comm.bcast(code, root=0)  # replacements saw only part of the job
     free_comm(comm)
     return code
@@ -224,6 +234,8 @@ def continue_after_scenario(comm: MPI.Comm, after, config: RunConfig, summary: S
             records.close()
             finish_case(comm, config, summary, after.out, 0.0)
             records = _shared_records(job)
+        if not own:
+            phases.case_finished(comm, job.out, after.index, config)
         done = after.done + ((config, summary, after.out if own else None),)
         return _loop_of(job)(job, comm, after.index + 1, records, backend_for(job.base), done, after.until)
     records.close()
@@ -251,7 +263,7 @@ def summary_table(results: list[tuple[RunConfig, Summary]]) -> str:
 
 
 def _finish(results, ranks: int, wall_s: float, backend=None, comm: MPI.Comm | None = None,
-            out: str | None = None) -> int | None:
+            out: str | None = None, after_verdict=()) -> int | None:
     """Print the summary; the first live member judges the whole run from its history
     (verdict.json, invariants.csv in ``out``) and returns the exit status (None elsewhere)."""
     # Rank 0 of the job's current communicator prints: replacements are rank 0 of their own world.
@@ -267,7 +279,7 @@ def _finish(results, ranks: int, wall_s: float, backend=None, comm: MPI.Comm | N
     for config, summary in results:
         if summary.first_violation is not None:
             print(violation_message(summary, config, ranks), flush=True)
-    code = verdict_status(out, [s.case_verdict for _, s in results if s.case_verdict is not None])
+    code = verdict_status(out, [s.case_verdict for _, s in results if s.case_verdict is not None], after_verdict)
     return 1 if stuck else code
 
 

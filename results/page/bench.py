@@ -7,6 +7,8 @@ sentence on hover. The model's assumptions are printed once.
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from .. import charts, costmodel
@@ -107,20 +109,30 @@ def _band(modelled) -> str:
     return found[0] if found else ""
 
 
+def _text(value) -> str:
+    """A CSV cell as text; an empty cell (NaN once read) is empty, never 'nan'."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _tolerance(value, default: float = 0.25) -> float:
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return default if pd.isna(number) else float(number)
+
+
 def comparison_table(comparison: pd.DataFrame) -> str:
-    tolerance = float(pd.to_numeric(comparison.tolerance, errors="coerce").dropna().iloc[0]) \
-        if "tolerance" in comparison and pd.to_numeric(comparison.tolerance, errors="coerce").notna().any() else 0.25
     codes_seen: dict[str, int] = {}
-    rows, classes = [], []
+    rows, classes, tolerances = [], [], set()
     for r in comparison.to_dict("records"):
         measured, modelled = float(r["measured_s"]), float(r["modelled_s"])
         error = (modelled - measured) / measured if measured > 0 else float("inf")
+        tolerance = _tolerance(r.get("tolerance"))  # each row's own (it differs between p = 1 and p > 1)
+        tolerances.add(tolerance)
         within = abs(error) <= tolerance  # the verdict is computed from the figure printed beside it
-        codes = [] if within else str(r.get("cause_codes") or "").split()
+        codes = [] if within else _text(r.get("cause_codes")).split()
         for code in codes:
             codes_seen[code] = codes_seen.get(code, 0) + 1
         verdict = f"within ±{tolerance:.0%}" if within else Markup(
-            f'<span title="{esc(r.get("cause", ""))}">{esc(", ".join(codes) or "off")}</span>')
+            f'<span title="{esc(_text(r.get("cause")))}">{esc(", ".join(codes) or "off")}</span>')
         size = human_bytes(r["bytes"]) if str(r.get("bytes", "")).strip() not in ("", "nan") else ""
         rows.append([r["kind"], r["strategy"], r.get("mode") or "", r["ranks"], size,
                      r.get("local_batch") if str(r.get("local_batch", "")) not in ("", "nan") else "",
@@ -129,8 +141,10 @@ def comparison_table(comparison: pd.DataFrame) -> str:
     legend = "".join(f"<li><code>{esc(code)}</code> ({n} row{'s' if n > 1 else ''}): "
                      f"{esc(CODE_TEXT.get(code, code))}</li>" for code, n in codes_seen.items())
     flagged = sum(1 for c in classes if c[-1] == "bad")
-    note = (f"<p>{len(rows)} figures, {flagged} outside the tolerance: |modelled − measured| ≤ {tolerance:.0%} "
-            "of measured. Model error = (modelled − measured) / measured; the flag's causes are explained "
+    stated = " or ".join(f"{t:.0%}" for t in sorted(tolerances)) or "25%"
+    note = (f"<p>{len(rows)} figures, {flagged} outside the tolerance: |modelled − measured| ≤ {stated} "
+            "of measured (each row's own, as in comparison.csv). Model error = (modelled − measured) / measured; "
+            "the flag's causes are explained "
             "below the table (hover a flag for the row's own numbers).</p>")
     return (note + table(["kind", "strategy", "mode", "ranks", "size", "local batch", "measured ms",
                           "modelled ms", "model error", "verdict / likely causes"], rows, classes)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..htmlparts import esc
-from .verdict import FAIL, PASS, Verdict
+from .verdict import FAIL, PASS, UNJUDGED, Verdict
 
-SYMBOL = {PASS: "✓", FAIL: "✗", "unknown": "?"}
+SYMBOL = {PASS: "✓", FAIL: "✗", "unknown": "?", UNJUDGED: "·"}
 
 
 def anchor(scenario: str) -> str:
@@ -29,7 +29,7 @@ def matrix(v: Verdict) -> str:
             if case is None:
                 cells.append('<td class="absent">–</td>')
                 continue
-            text = (f"{case.checks}" if case.verdict == PASS else
+            text = (f"{case.checks}" if case.verdict == PASS else "not judged" if case.verdict == UNJUDGED else
                     f"{case.violations} of {case.checks}" if case.checks else "no checks")
             title = (f"{scenario} / {strategy} / {recovery}: {case.verdict}, {case.steps} committed steps, "
                      f"{case.checks} checks, {case.violations} violated" + (f"; {case.reason}" if case.reason else ""))

@@ -16,7 +16,8 @@ def section(files: RunFiles) -> str:
     sweep, info = files["sweep.csv"], files.sweep_json
     if sweep is None and info is None:
         return head + "<p class='missing'>No sweep ran for this folder (no sweep.csv or sweep.json).</p>"
-    parts = [head, "<p>Random fault schedules, many cases per MPI job; every replay command runs its case alone and gives its rows exactly.</p>"]
+    parts = [head, f"<p>Random fault schedules, {esc(launches(info))}; every command replays its case "
+                   "exactly, alone in an MPI job of its own.</p>"]
     if info:
         parts.append(plan_text(info))
     if sweep is None or sweep.empty:
@@ -35,6 +36,14 @@ def section(files: RunFiles) -> str:
         parts.append("<details><summary>stderr of the cases that did not end cleanly (findings.csv)</summary>"
                      + table(cols, findings[cols].values.tolist()) + "</details>")
     return "".join(parts)
+
+
+def launches(info: dict | None) -> str:
+    """How the sweep's cases were launched, as sweep.json records it."""
+    per_launch = (info or {}).get("cases_per_launch")
+    if isinstance(per_launch, int) and per_launch > 1:
+        return f"up to {per_launch} cases one after another in each MPI job"
+    return "one MPI job per case" if per_launch == 1 else "cases launched as sweep.json does not say"
 
 
 def plan_text(info: dict) -> str:

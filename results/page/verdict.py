@@ -14,6 +14,8 @@ import pandas as pd
 from ..inputs import RunFiles, plan_pairs
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
+UNJUDGED = "unjudged"  # no verdict.json yet: the page says so and claims nothing
+MEASURED = "measured"  # benchmarks only: nothing to judge, every sum right
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,13 @@ class Verdict:
     first: Violation | None
     cases: list[Case] = field(default_factory=list)
     source: str = "invariants.csv"
+    not_run: tuple = ()  # (phase, what it needs): planned phases the launch could not run
+    unfinished: tuple = ()  # planned phases that never ended
+    case_count: int | None = None  # cases judged elsewhere (a sweep's, each in its own folder)
+
+    @property
+    def partial(self) -> bool:
+        return self.verdict == PASS and bool(self.not_run)
 
 
 def replay_for(info: dict, scenario: str, strategy: str, recovery: str | None = None) -> str:
@@ -83,8 +92,12 @@ def from_checker(data: dict) -> Verdict:
                   int(c.get("violations") or 0), violation(c.get("first_violation")),
                   reason=str(c.get("reason") or ""))
              for c in data.get("cases", []) if isinstance(c, dict)]
+    phases = data.get("phases") if isinstance(data.get("phases"), dict) else {}
+    not_run = tuple((str(p.get("phase", "")), str(p.get("needs") or "")) for p in phases.get("not_run") or []
+                    if isinstance(p, dict))
     return Verdict(str(data.get("verdict", UNKNOWN)), data.get("reason"), int(data.get("checks") or 0),
-                   int(data.get("violations") or 0), violation(data.get("first_violation")), cases, "verdict.json")
+                   int(data.get("violations") or 0), violation(data.get("first_violation")), cases, "verdict.json",
+                   not_run, tuple(str(p) for p in phases.get("unfinished") or []))
 
 
 def recoveries(steps: pd.DataFrame | None) -> dict[tuple[str, str], str]:
@@ -147,5 +160,67 @@ def combine(cases: list[Case], checked: bool) -> Verdict:
     return Verdict(PASS, None, checks, violations, None, cases)
 
 
+def judge_command(out_dir: str) -> str:
+    """The command that judges ``out_dir``, runnable as pasted (this interpreter, absolute path)."""
+    import os
+    import shlex
+    import sys
+
+    return shlex.join([sys.executable, "-m", "mpibench", "check", os.path.abspath(out_dir)])
+
+
+def unjudged(files: RunFiles) -> Verdict:
+    """A run folder the checker has not judged yet: its cases listed, no verdict claimed."""
+    from dataclasses import replace
+
+    cases = [replace(c, verdict=UNJUDGED, first=None) for c in from_invariants(files).cases]
+    return Verdict(UNJUDGED, f"not judged yet: run {judge_command(files.out_dir)}", 0, 0, None, cases,
+                   "no verdict.json in this folder")
+
+
 def verdict_of(files: RunFiles) -> Verdict:
-    return from_checker(files.verdict) if files.verdict is not None else from_invariants(files)
+    """verdict.json's verdict; a run folder without one is not judged yet (never a guess from
+    partial CSVs); a folder that lists no cases (a sweep's) falls back to invariants.csv."""
+    if files.verdict is not None:
+        return from_checker(files.verdict)
+    if isinstance(files.info, dict) and files.info.get("cases"):
+        return unjudged(files)
+    if files["invariants.csv"] is None and files["sweep.csv"] is not None:
+        return from_sweep(files["sweep.csv"])
+    if files["invariants.csv"] is None and files["steps.csv"] is None and files["bench.csv"] is not None:
+        return from_bench(files["bench.csv"])
+    return from_invariants(files)
+
+
+def from_bench(bench: pd.DataFrame) -> Verdict:
+    """A folder of measurements only (``bench``, a merged scaling job): no invariant to judge;
+    a measured reduction that gave a wrong sum fails it, as it fails the ``bench`` command."""
+    measured = bench[bench.get("tag", pd.Series(["measured"] * len(bench))).astype(str) == "measured"]
+    wrong = int(pd.to_numeric(measured.get("errors"), errors="coerce").fillna(0).sum()) if "errors" in bench else 0
+    if wrong:
+        return Verdict(FAIL, f"{wrong} wrong element(s) in the measured reductions (bench.csv, column errors)",
+                       0, wrong, None, source="bench.csv")
+    return Verdict(MEASURED, "measurements only: no correctness case ran in this folder; every measured "
+                   "reduction gave the right sum", 0, 0, None, source="bench.csv")
+
+
+def from_sweep(sweep: pd.DataFrame) -> Verdict:
+    """A sweep folder's verdict from sweep.csv: every case judged by the checker in its own
+    folder; a case that violated fails the sweep, one that crashed, hung or has no verdict
+    leaves it unknown (named), and a sweep of no case is unknown."""
+    outcome = sweep.get("outcome", pd.Series(["ok"] * len(sweep))).astype(str)
+    checks = int(pd.to_numeric(sweep.get("checks"), errors="coerce").fillna(0).sum()) if "checks" in sweep else 0
+    violations = int(pd.to_numeric(sweep.get("violations"), errors="coerce").fillna(0).sum()) \
+        if "violations" in sweep else 0
+    bad = sweep[outcome != "ok"]
+    if violations or (outcome == "violation").any():
+        first = sweep[pd.to_numeric(sweep.get("violations"), errors="coerce").fillna(0) > 0]
+        row = (first if not first.empty else bad).iloc[0]
+        return Verdict(FAIL, f"{len(bad)} of {len(sweep)} sweep case(s) did not end cleanly; first: {row['case']}",
+                       checks, violations, None, source="sweep.csv", case_count=len(sweep))
+    if sweep.empty or not bad.empty:
+        reason = ("the sweep holds no case" if sweep.empty else
+                  f"{len(bad)} of {len(sweep)} sweep case(s) ended without a pass (first: {bad.iloc[0]['case']}, "
+                  f"{bad.iloc[0].get('outcome', '')})")
+        return Verdict(UNKNOWN, reason, checks, violations, None, source="sweep.csv", case_count=len(sweep))
+    return Verdict(PASS, None, checks, violations, None, source="sweep.csv", case_count=len(sweep))
