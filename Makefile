@@ -77,10 +77,12 @@ run: $(STAMP)
 	$(PY) -m mpibench check --confirm $(or $(OUT),mpibench-out/latest) || exit $$?; \
 	if [ $$status = 4 ]; then exit 4; fi
 
-# The system packages first (quick when present; as root, apt-get installs what is missing):
+# The system packages first (quick when present; as root, apt-get installs what is missing),
+# and the MPICH environment the launch-matrix tests run under (.venv-mpich, from PyPI):
 # tests that still lack something are named with the reason in pytest's closing summary.
 test: $(STAMP)
 	-@$(MAKE) --no-print-directory system-deps
+	-@$(MAKE) --no-print-directory venv MPI=mpich
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
