@@ -3,7 +3,14 @@ says, one line per reason, which tests did not run and why (a skip is never sile
 import sys
 from pathlib import Path
 
+from hypothesis import settings
+
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Hypothesis checks contracts here, not speed: its per-example deadline (200 ms) failed a
+# plan test on a loaded 2-core machine while every example held.
+settings.register_profile("mpibench", deadline=None)
+settings.load_profile("mpibench")
 
 SUMMARY_TITLE = "tests that did not run, and why"
 
