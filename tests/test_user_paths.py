@@ -121,9 +121,14 @@ def test_direct_mpirun_main_job_and_its_replays_as_pasted(browser, tmp_path):
     runs = sorted(p for p in (elsewhere / "mpibench-out").iterdir() if p.name != "latest")
     assert len(runs) == 2
     mine = invariants[(invariants.scenario == case["scenario"]) & (invariants.strategy == case["strategy"])]
+    steps = pd.read_csv(out / "steps.csv", keep_default_na=False)
+    my_steps = steps[(steps.scenario == case["scenario"]) & (steps.strategy == case["strategy"])]
     for run in runs:
         again = pd.read_csv(run / "invariants.csv", keep_default_na=False)
         pd.testing.assert_frame_equal(deterministic(again), deterministic(mine))
+        # every bit of the losses too: the command carries the variables that choose BLAS kernels
+        again_steps = pd.read_csv(run / "steps.csv", keep_default_na=False)
+        pd.testing.assert_frame_equal(deterministic(again_steps), deterministic(my_steps))
 
 
 def test_run_with_a_planted_failure_reads_fail_everywhere(browser, tmp_path):

@@ -114,12 +114,15 @@ def launcher_argv() -> list[str]:
 
 
 def replay_command(config: RunConfig, ranks: int, out_dir: str | None = None) -> str:
-    """The ``run`` command that replays ``config``: absolute launcher and interpreter. Without
+    """The ``run`` command that replays ``config``: the numeric environment it ran with
+    (:mod:`.numeric_env`), absolute launcher and interpreter. Without
     ``out_dir`` every replay writes a fresh folder under ``./mpibench-out/`` (so running it
     twice needs no ``--force``)."""
     import sys
 
-    parts = launcher_argv() + ["-n", str(ranks), sys.executable, "-m", "mpibench", "run"]
+    from .numeric_env import env_prefix
+
+    parts = env_prefix() + launcher_argv() + ["-n", str(ranks), sys.executable, "-m", "mpibench", "run"]
     parts += config.cli_args()
     if out_dir:
         parts += ["--out", out_dir]

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpibench.base.numeric_env import env_prefix
+
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
 
@@ -108,22 +110,10 @@ def job_env() -> dict:
     return env
 
 
-# Variables that choose the numeric kernels (BLAS core type, threads, NumPy's CPU features):
-# the last bits of every loss and update follow them, so a command that replays rows carries them.
-NUMERIC_ENV_PREFIXES = ("OPENBLAS_", "GOTO", "MKL_", "BLIS_", "OMP_", "NPY_", "VECLIB_")
-
-
-def numeric_env() -> list[str]:
-    """``NAME=VALUE`` of this environment's variables that change computed values."""
-    return sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(NUMERIC_ENV_PREFIXES))
-
-
 def mpibench_command(mpiexec: list[str], ranks: int, args: list[str]) -> list[str]:
     """The job's command line, runnable as pasted: ``env NAME=VALUE`` first for the variables
-    that change computed values (:func:`numeric_env`), so a replay gives the recorded rows."""
-    pinned = numeric_env()
-    prefix = [shutil.which("env") or "/usr/bin/env", *pinned] if pinned else []
-    return [*prefix, *mpiexec, "-n", str(ranks), sys.executable, "-m", "mpibench", *args]
+    that change computed values (:mod:`mpibench.base.numeric_env`), so a replay gives the recorded rows."""
+    return [*env_prefix(), *mpiexec, "-n", str(ranks), sys.executable, "-m", "mpibench", *args]
 
 
 @dataclass
