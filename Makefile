@@ -16,7 +16,11 @@ NP ?= 8
 # Empty: every run gets a fresh mpibench-out/<UTC time>-<kind>-seed<S>/ (and mpibench-out/latest).
 OUT ?=
 # The repeated-run tests (marker slow, minutes each) run with `make test-slow`.
-PYTEST_ARGS ?= -m "not slow" --durations=15
+# Two pytest workers, each test file on one of them: most tests wait on an mpirun job, so two
+# files at a time take 10 minutes where one at a time took 18 on 2 cores. More workers would
+# oversubscribe the ranks of the 8-rank jobs further; PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?= -m "not slow" --durations=15 $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 
 BIN := $(VENV)/bin
 PY := $(BIN)/python
