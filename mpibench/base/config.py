@@ -5,6 +5,8 @@ import os
 import shlex
 from dataclasses import asdict, dataclass, fields
 
+from .launchflags import OPEN_MPI_FLAGS  # the embedded Open MPI's flags (the Makefile's MPIRUN_FLAGS)
+
 
 class UsageError(Exception):
     """Bad usage or bad input: reported in one line, exit status 2."""
@@ -85,8 +87,6 @@ class RunConfig:
 
 # The shortest --deadline-s accepted: below it, waits that a healthy step needs time out.
 MIN_DEADLINE_S = 0.1
-# The flags the embedded Open MPI needs for the fault scenarios (the Makefile's MPIRUN_FLAGS).
-EMBEDDED_FLAGS = ("--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1")
 
 
 def launcher() -> str:
@@ -105,7 +105,7 @@ def launcher_argv() -> list[str]:
     given = os.environ.get("MPIBENCH_MPIEXEC", "").strip()
     beside = os.path.join(os.path.dirname(sys.executable), "mpirun")
     if not given:
-        return [beside, *EMBEDDED_FLAGS] if os.access(beside, os.X_OK) else [shutil.which("mpirun") or "mpirun"]
+        return [beside, *OPEN_MPI_FLAGS] if os.access(beside, os.X_OK) else [shutil.which("mpirun") or "mpirun"]
     argv = shlex.split(given)
     if argv and os.sep not in argv[0]:
         near = os.path.join(os.path.dirname(sys.executable), argv[0])

@@ -24,12 +24,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
 from mpibench.base.numeric_env import env_prefix
 
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
-
-from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
 PREFLIGHT_TIMEOUT_S = 90.0
 
 
