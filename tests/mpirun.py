@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,9 +62,28 @@ def run_mpi(n: int, args: list[str], out: Path | None = None, timeout: float = 1
     return run_command(cmd, timeout, out)
 
 
+# Open MPI's launcher occasionally fails before it starts any process (seen in CI,
+# two test workers launching at once: "The PMIx server's listener thread failed
+# to start", exit 213). That says nothing about the code under test, so such a
+# launch is tried again, as the sweep's own launcher does; any other failure,
+# and a second launcher failure, is returned as it is.
+LAUNCHER_NEVER_STARTED = "listener thread failed to start"
+LAUNCHER_RETRY_PAUSE_S = 2.0
+
+
 def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Path | None = None,
                 env: dict | None = None) -> Job:
-    """``cmd`` in its own process group, killed after ``timeout`` s (``env``: default mpi_env())."""
+    """``cmd`` in its own process group, killed after ``timeout`` s (``env``: default mpi_env()),
+    started once more when the launcher failed before starting anything."""
+    job = _run_once(cmd, timeout, out, cwd, env)
+    if job.returncode != 0 and LAUNCHER_NEVER_STARTED in job.stderr and not job.stdout:
+        time.sleep(LAUNCHER_RETRY_PAUSE_S)
+        job = _run_once(cmd, timeout, out, cwd, env)
+    return job
+
+
+def _run_once(cmd: list[str], timeout: float, out: Path | None, cwd: Path | None,
+              env: dict | None) -> Job:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=mpi_env() if env is None else env, start_new_session=True, cwd=cwd)
     try:
