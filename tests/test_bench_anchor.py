@@ -52,6 +52,8 @@ def test_tool_arguments_time_exactly_the_size_and_calls(tmp_path, n_bytes):
     imb = anchor.tool_args("/opt/IMB-MPI1", n_bytes, 2, 50, 5, str(lengths))
     assert imb[1] == "Allreduce" and imb[imb.index("-iter") + 1] == "50" and "-iter_policy" in imb
     assert lengths.read_text() == f"{n_bytes}\n" and imb[imb.index("-npmin") + 1] == "2"
+    low, high = imb[imb.index("-msglog") + 1].split(":")
+    assert int(low) < int(high) and 2 ** int(high) >= n_bytes  # IMB's cap on the length is above it
     osu = anchor.tool_args("/opt/osu_allreduce", n_bytes, 2, 50, 0, str(tmp_path / "unused"))
     assert osu[1:] == ["-m", f"{n_bytes}:{n_bytes}", "-i", "50", "-x", "1", "-f"]
 

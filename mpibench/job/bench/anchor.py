@@ -7,7 +7,7 @@ launches it as a separate job of the same size through the suite's launcher
 every benchmark rank sleeps (an ``Ibarrier`` polled with sleeps, so the cores
 are the anchor's); the tool's own table gives the row. The kind is told by the
 file name: ``IMB`` in it means IMB-MPI1 (``Allreduce``, lengths from a file,
-``-iter`` with ``-iter_policy off``), anything else takes osu_allreduce's
+``-iter`` with ``-iter_policy off``, ``-msglog`` raised to the size), anything else takes osu_allreduce's
 options (``-m N:N -i ITER -x WARMUP -f``), as does the project's own
 ``c_anchor.c``. Its figures are each rank's mean call time, then min / avg /
 max over the ranks, in microseconds; its results are checked by the tool, not
@@ -62,8 +62,10 @@ def launch_env() -> dict:
 def tool_args(path: str, n_bytes: int, ranks: int, calls: int, warmup: int, lengths_file: str) -> list[str]:
     if kind_of(path) == "imb":
         Path(lengths_file).write_text(f"{n_bytes}\n")
+        # IMB truncates any length above 2**max_msg_log (default 2**22) to that size
+        # and says so only in its table; -msglog raises the cap above this size.
         return [path, "Allreduce", "-npmin", str(ranks), "-iter", str(calls), "-iter_policy", "off",
-                "-time", "1000", "-msglen", lengths_file]
+                "-time", "1000", "-msglog", f"0:{max(1, n_bytes.bit_length())}", "-msglen", lengths_file]
     return [path, "-m", f"{n_bytes}:{n_bytes}", "-i", str(calls), "-x", str(max(warmup, 1)), "-f"]
 
 
