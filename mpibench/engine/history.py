@@ -89,6 +89,8 @@ class AttemptRecord:
 class History:
     """One worker process's history file (appended line by line, flushed after each)."""
 
+    keeps = True  # the trainer builds an attempt's record (digests, copies) only for a history that keeps it
+
     def __init__(self, case_dir: str, worker: int, joined_step: int = 0, replacement: bool = False):
         os.makedirs(case_dir, exist_ok=True)
         self.path = _free_name(case_dir, worker, joined_step if replacement else None)
@@ -119,6 +121,7 @@ class NoHistory:
     """Stands in for :class:`History` where no history is kept (calibration, scaling)."""
 
     path = None
+    keeps = False
 
     def attempt(self, record: AttemptRecord) -> None:
         pass

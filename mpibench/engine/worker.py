@@ -240,7 +240,11 @@ class Trainer:
     # ------------------------------------------------------------------ history and records
     def _write_attempt(self, step: int, attempt: int, error) -> None:
         """This attempt's evidence, flushed before the commit agreement starts (every
-        contributor writes the same: no rank is the recorder; see engine/history.py)."""
+        contributor writes the same: no rank is the recorder; see engine/history.py).
+        Nothing is built where no history is kept (scaling points, calibration, benchmarks):
+        the digests and the full copy would be work inside their timed loop."""
+        if not getattr(self.history, "keeps", True):
+            return
         p = self._pending
         group = sorted(self.data_comm.worker_ids) if self.data_comm is not None and p.role == "contribute" else []
         reduction = p.reduction
