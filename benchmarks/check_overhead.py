@@ -31,6 +31,14 @@ from mpirun import run_mpi  # noqa: E402
 LINE = re.compile(r"timing: (\d+) steps, loop ([0-9.]+) s, online check ([0-9.]+) s")
 
 
+def load() -> str:
+    """The host's load averages (1, 5, 15 min): figures taken on a busy host say so."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def timed_run(ranks: int, steps: int, strategy: str, history: bool) -> dict:
     os.environ["MPIBENCH_HISTORY"] = "on" if history else "off"
     with tempfile.TemporaryDirectory() as out:
@@ -49,12 +57,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--strategy", default="native")
-    parser.add_argument("--min-loop-s", type=float, default=2.0)
+    parser.add_argument("--min-loop-s", type=float, default=2.0)  # 0: exactly --steps
     args = parser.parse_args()
     steps = args.steps
     while timed_run(args.ranks, steps, args.strategy, False)["loop_s"] < args.min_loop_s:
         steps *= 2  # runs shorter than the floor measure start-up noise, not steps
-    print(f"{args.ranks} ranks, {args.strategy}, {steps} steps per run, {args.pairs} interleaved pairs")
+    print(f"{args.ranks} ranks, {args.strategy}, {steps} steps per run, {args.pairs} interleaved pairs; "
+          f"load before {load()}")
     on_loop, on_total, off = [], [], []
     for i in range(args.pairs):
         on = timed_run(args.ranks, steps, args.strategy, True)
@@ -67,7 +76,8 @@ def main() -> None:
               f"off {off[-1]:.1f} steps/s ({plain['loop_s']:.3f} s)", flush=True)
     m_loop, m_total, m_off = (statistics.median(v) for v in (on_loop, on_total, off))
     print(f"median steps/s  off: {m_off:.1f}  on (loop): {m_loop:.1f}  on (loop + checks): {m_total:.1f}")
-    print(f"cost of the history in the loop: {m_off / m_loop:.2f}x; with the checks: {m_off / m_total:.2f}x")
+    print(f"cost of the history in the loop: {m_off / m_loop:.2f}x; with the checks: {m_off / m_total:.2f}x; "
+          f"load after {load()}")
 
 
 if __name__ == "__main__":
