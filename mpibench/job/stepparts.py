@@ -4,8 +4,9 @@ Every rank keeps, per committed step, its compute, sync, commit, evidence and
 check seconds (:mod:`mpibench.engine.steprecord`). Gathered at the end of the
 point (untimed), they split the step into:
 
-* ``compute_s``, ``evidence_s``, ``check_s``: the first member's (it writes the
-  full-parameter evidence and the step records, so it is the busiest rank);
+* ``compute_s``, ``evidence_s``, ``check_s``: the first member's (it writes the step
+  records, so it is the busiest rank; a point keeps no history, so its evidence is only
+  the check that there is none);
 * ``reduction_s``: per step, the shortest sync over the ranks: the last rank to
   arrive waits for nobody, so its sync is the strategy's own messages;
 * ``commit_s``: per step, the shortest commit agreement over the ranks, likewise;
