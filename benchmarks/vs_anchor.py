@@ -8,7 +8,10 @@ own job, launched by rank 0 in every round at every size while the benchmark's
 ranks sleep. The anchor is ``--anchor`` (an IMB-MPI1 or osu_allreduce binary you
 built against the same MPI), else the project's own stand-alone C program
 (``mpibench/job/bench/c_anchor.c``, osu_allreduce's method), built here with the
-MPI's ``mpicc``. The job runs ``--launches`` times (a launch's own state, such as where
+MPI's ``mpicc``. The job and the anchor run on one page policy (``--pages``: 4 KiB pages
+everywhere by default, as a C tool's ``malloc`` gets them; ``huge``: NumPy's,
+the MPI's scratch and the anchor's buffers all on transparent huge pages;
+see ``mpibench/job/bench/pages.py``). The job runs ``--launches`` times (a launch's own state, such as where
 its buffers landed, moves all of its rounds together). Printed per size: each
 one's ``t_avg`` (median over rounds of the mean over ranks of the mean call
 time; then the median over launches), ``blocking`` and ``c_floor`` over the
@@ -54,7 +57,9 @@ def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
            "--sizes", args.sizes, "--strategies", "c_floor", "--anchor", anchor, "--rounds", str(args.rounds),
            "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force"]
     print(f"# {shlex.join(cmd)}", flush=True)
-    env = job_env()
+    from mpibench.job.bench.pages import with_pages
+
+    env = with_pages(job_env(), huge=args.pages == "huge")  # one page policy for ranks, MPI scratch, anchor
     env.setdefault("MPIBENCH_MPIEXEC", shlex.join(launcher_argv(args.mpiexec)))  # the anchor's launcher
     done = subprocess.run(cmd, stdin=subprocess.DEVNULL, env=env, timeout=args.timeout, text=True,
                           capture_output=True)
@@ -100,6 +105,9 @@ def main() -> int:
     parser.add_argument("--sizes", default=SIZES)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--launches", type=int, default=3, help="separate jobs; medians over them")
+    parser.add_argument("--pages", choices=["4k", "huge"], default="4k",
+                        help="4k: no buffer madvises huge pages (as a C tool's malloc by default); huge: NumPy's, "
+                        "the MPI's and the anchor's all do (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)")
     parser.add_argument("--iterations", type=int, default=50, help="timed calls per round, every size")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--tolerance", type=float, default=0.10)

@@ -37,13 +37,16 @@ def test_thp_mode_is_the_bracketed_word(tmp_path, text, mode):
     assert pages.thp_mode(tmp_path / "absent") == "unknown"
 
 
-def test_the_hugepage_tunable_is_added_once_beside_other_tunables():
+def test_one_page_policy_for_numpy_and_malloc_keeping_other_tunables():
     env = {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=0", "X": "1"}
-    got = pages.with_numpy_pages(env, numpy_hugepages=True)
-    assert got["GLIBC_TUNABLES"].split(":") == ["glibc.malloc.arena_max=2", pages.GLIBC_HUGEPAGE_TUNABLE]
-    assert got["X"] == "1" and env["GLIBC_TUNABLES"].endswith("hugetlb=0")  # the caller's dict is kept
-    assert pages.with_numpy_pages({"X": "1"}, numpy_hugepages=False) == {"X": "1"}
-    assert pages.with_numpy_pages({}, True)["GLIBC_TUNABLES"] == pages.GLIBC_HUGEPAGE_TUNABLE
+    huge = pages.with_pages(env, huge=True)
+    assert huge["GLIBC_TUNABLES"].split(":") == ["glibc.malloc.arena_max=2", pages.GLIBC_HUGEPAGE_TUNABLE]
+    assert huge[pages.NUMPY_SWITCH] == "1" and huge["X"] == "1" and pages.malloc_madvises_hugepages(huge)
+    small = pages.with_pages(env, huge=False)
+    assert small["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2" and small[pages.NUMPY_SWITCH] == "0"
+    assert not pages.malloc_madvises_hugepages(small)
+    assert "GLIBC_TUNABLES" not in pages.with_pages({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, huge=False)
+    assert env["GLIBC_TUNABLES"].endswith("hugetlb=0")  # the caller's dict is kept
 
 
 def test_numpy_setting_is_read_from_numpy_itself():
@@ -74,8 +77,10 @@ def test_the_tunable_puts_a_c_programs_malloc_on_huge_pages_where_numpy_would_be
         assert mode == "always" or without == 0
 
 
-@pytest.mark.parametrize("numpy_hugepages, mode, words", [
-    (True, "madvise", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"), (False, "madvise", "4 KiB pages"),
-    (True, "never", "4 KiB pages"), (True, "always", "THP mode always")])
-def test_the_note_says_which_pages(numpy_hugepages, mode, words):
-    assert words in pages.describe(numpy_hugepages, mode)
+@pytest.mark.parametrize("numpy_huge, malloc_huge, mode, words", [
+    (True, False, "madvise", "NUMPY_MADVISE_HUGEPAGE=0 or GLIBC_TUNABLES=glibc.malloc.hugetlb=1"),
+    (False, False, "madvise", "on 4 KiB pages"), (True, True, "madvise", "on transparent huge pages"),
+    (False, True, "madvise", "like with like"), (True, False, "never", "on the same pages"),
+    (True, False, "always", "on the same pages")])
+def test_the_header_line_names_the_policy_and_any_mismatch(numpy_huge, malloc_huge, mode, words):
+    assert words in pages.describe(numpy_huge, malloc_huge, mode)

@@ -10,8 +10,8 @@ file name: ``IMB`` in it means IMB-MPI1 (``Allreduce``, lengths from a file,
 ``-iter`` with ``-iter_policy off``, ``-msglog`` raised to the size), anything else takes osu_allreduce's
 options (``-m N:N -i ITER -x WARMUP -f``), as does the project's own
 ``c_anchor.c``. Its figures are each rank's mean call time, then min / avg /
-max over the ranks, in microseconds. It runs on the memory pages the
-benchmark's NumPy buffers are on (:mod:`.pages`). Its results are checked by the tool, not
+max over the ranks, in microseconds. It inherits the ranks' environment,
+malloc's page policy included (:mod:`.pages`). Its results are checked by the tool, not
 here (the row's ``errors`` is empty and its note says so).
 """
 from __future__ import annotations
@@ -28,7 +28,6 @@ from mpi4py import MPI
 from mpibench.base.config import launcher
 from mpibench.job.timing import idle_until_released
 
-from .pages import numpy_madvises_hugepages, with_numpy_pages
 from .rounds import RoundTimes
 
 ANCHOR = "anchor"
@@ -129,7 +128,7 @@ def run_once(path: str, n_bytes: int, ranks: int, calls: int, warmup: int,
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S,
                                   stdin=subprocess.DEVNULL, cwd=tmp,
-                                  env=with_numpy_pages(launch_env(), numpy_madvises_hugepages()),
+                                  env=launch_env(),
                                   preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores))
         except (OSError, subprocess.SubprocessError) as exc:
             raise AnchorFailed(f"{shlex.join(cmd)}: {exc}") from None
