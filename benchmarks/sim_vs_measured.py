@@ -12,7 +12,7 @@ figures charge the host's CPU time, so they move with this host's load: run it
 as a timing measurement (``flock /work/measure/timing.lock ...``) and record
 ``uptime`` beside it.
 
-    python benchmarks/sim_vs_measured.py DIR [DIR ...] [--repeats 3] [--no-one-rank]
+    python benchmarks/sim_vs_measured.py DIR [DIR ...] [--repeats 3] [--no-one-rank] [--strategies ring,ps,auto]
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     parser.add_argument("folders", nargs="+")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-one-rank", action="store_true", help="p = 2 only")
+    parser.add_argument("--strategies", default="ring,ps,auto")
     args = parser.parse_args(argv)
     from mpibench.sim.process import install
 
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
             print(f"sim_vs_measured: {exc}", file=sys.stderr)
             return 2
         with tempfile.TemporaryDirectory(prefix="sim-vs-measured-") as work:
-            found = compare(folder, info, cal, Path(work), repeats=args.repeats, one_rank=not args.no_one_rank)
+            found = compare(folder, info, cal, Path(work), args.strategies.split(","), repeats=args.repeats, one_rank=not args.no_one_rank)
         for c in found:
             scales = " ".join(f"{s:.2f}" for s in c.cpu_scales)
             print(f"{folder.name} {c.strategy} p={c.ranks}: step {_verdict(c.measured.get('step_s'), c.simulated.get('step_s'))}"

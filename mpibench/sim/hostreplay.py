@@ -18,7 +18,9 @@ the step time:
   the step records -- is charged its CPU time in this process times
   ``cpu_scale``, the host's speed in the run over its speed now;
 * ``cpu_scale`` is the run's measured compute part over the compute part of
-  a replay at scale 1 run just before it (the same code, in this process).
+  a replay at scale 1 (the same code, in this process), corrected replay by
+  replay as this host's speed moves; only replays whose compute part came out
+  within 10 % of the measured one count (:func:`replay`).
 
 So the compute part agrees by construction: it is an input, not a
 prediction. The reduction, the rest of the step timer's span (``rest_s``: the
@@ -42,6 +44,7 @@ from .network import Network
 PARTS = ("step_s", "compute_s", "sync_s", "rest_s", "evidence_s", "check_s", "commit_s")
 WARMUP_STEPS = 2  # the first steps of a case are left out, as the scaling points leave them out
 STRATEGIES = ("ring", "ps", "auto")
+COMPUTE_MATCH = 0.10  # a replay counts when its compute part is this close to the measured one
 ONE_RANK_MODE = "weak"  # scaling.csv's one-rank point replayed at p = 1
 
 
@@ -111,29 +114,41 @@ def _simulate(config: RunConfig, ranks: int, out: Path, net: Network, scale: flo
 
 
 def replay(config: RunConfig, ranks: int, net: Network, compute_s: float, work: Path,
-           repeats: int = 3) -> tuple[dict, tuple]:
-    """The simulated parts (medians over ``repeats`` replays) and each replay's speed ratio.
-    Each replay follows a probe at scale 1 that sets its ratio; a first run warms the process."""
+           repeats: int = 3, tries: int = 0) -> tuple[dict, tuple]:
+    """The simulated parts (medians over ``repeats`` replays) and each kept replay's speed ratio.
+
+    A probe at scale 1 sets the first ratio; each replay then corrects it by how far its own
+    compute part came out from the measured one (this host's speed moves between runs), and a
+    replay counts only when its compute part is within ``COMPUTE_MATCH`` of the measured one
+    (the host ran at the speed its ratio assumed); after ``tries`` runs (default 3 x repeats)
+    without enough of them, every replay counts. A first run warms the process."""
     import io
     from contextlib import redirect_stdout
 
     from mpibench.job.timing import blas_one_thread
 
-    runs, scales = [], []
+    kept, every = [], []
     # BLAS on one thread, as the run's ranks computed: a second BLAS thread's spinning on this
     # host would be charged to the calling thread's CPU time.
     with redirect_stdout(io.StringIO()), blas_one_thread():  # the runs' tables: a comparison, not a run
         _simulate(config, ranks, work / "warm", net, 1.0)
-        for i in range(repeats):
-            probe = _simulate(config, ranks, work / f"probe-{i}", net, 1.0)
-            scale = compute_s / probe["compute_s"] if probe.get("compute_s") else 1.0
+        probe = _simulate(config, ranks, work / "probe", net, 1.0)
+        scale = compute_s / probe["compute_s"] if probe.get("compute_s") else 1.0
+        for i in range(tries or 3 * repeats):
             parts = _simulate(config, ranks, work / f"replay-{i}", net, scale)
-            if parts:
-                runs.append(parts)
-                scales.append(scale)
+            if not parts.get("compute_s"):
+                continue
+            every.append((parts, scale))
+            if abs(parts["compute_s"] / compute_s - 1) <= COMPUTE_MATCH:
+                kept.append((parts, scale))
+                if len(kept) == repeats:
+                    break
+            scale *= compute_s / parts["compute_s"]
+    runs = kept if len(kept) == repeats else every
     if not runs:
         return {}, ()
-    return {k: statistics.median(r[k] for r in runs) for k in PARTS if all(k in r for r in runs)}, tuple(scales)
+    return ({k: statistics.median(r[k] for r, _ in runs) for k in PARTS if all(k in r for r, _ in runs)},
+            tuple(sc for _, sc in runs))
 
 
 def run_config(info: dict, **changes) -> RunConfig:
