@@ -16,7 +16,10 @@ candidates, as in training). Alpha, beta and gamma, measured once at the start
 (ping-pong and a timed add), give the modelled time per strategy, printed as
 modelled / measured.
 
-Beside them, the data-movement floor (``mpibench.job.bench.floor``): the copies
+Beside them, ``plain_ring`` (``benchmarks/plain_ring.py``): a ring in plain
+mpi4py ``Sendrecv`` calls, the same data over the same transport with none of
+the suite's layers; ``ring/plain`` is what those layers cost, ``plain/floor``
+what the MPI's transport costs beyond memory copies. And the data-movement floor (``mpibench.job.bench.floor``): the copies
 and adds a reduce-scatter + all-gather must make, in NumPy on every rank at
 once, no MPI, timed in the same rounds; ``ring/floor`` is how close the ring
 gets to it.
@@ -48,6 +51,7 @@ from mpibench.results import costmodel  # noqa: E402
 from mpibench.sync import make_strategy  # noqa: E402
 from mpibench.job.calibrate import calibrate_collectives  # noqa: E402
 from mpibench.job.bench.floor import MovementFloor  # noqa: E402
+from plain_ring import PlainRing  # noqa: E402  (beside this script)
 
 FIXED = ("rd", "rabenseifner", "ring", "hier")
 BASELINE = "Allreduce"
@@ -107,6 +111,7 @@ def bench_size(comm: Comm, n_bytes: int, rounds: int, calls: int, options: dict)
     reducers = {BASELINE: Baseline(comm.mpi, length)}
     reducers.update({name: make_strategy(name, comm, backend, length - 1, options) for name in FIXED + ("auto",)})
     reducers["floor"] = Floor(comm.mpi, length)
+    reducers["plain_ring"] = PlainRing(comm.mpi, length)
     names = list(reducers)
     errors = sum(check(comm, r, values, want, n) for n, r in reducers.items() if n != "floor")  # also warms up
     reducers["floor"].reduce(None)
@@ -121,7 +126,9 @@ def bench_size(comm: Comm, n_bytes: int, rounds: int, calls: int, options: dict)
            **{f"{k}_s": float(np.median(v)) for k, v in t.items()},
            **{f"{k}_ratio": float(np.median(v / t[BASELINE])) for k, v in t.items() if k != BASELINE},
            "auto_over_best": float(np.median(t["auto"] / t[best])),
-           "ring_over_floor": float(np.median(t["ring"] / t["floor"]))}
+           "ring_over_floor": float(np.median(t["ring"] / t["floor"])),
+           "ring_over_plain": float(np.median(t["ring"] / t["plain_ring"])),
+           "plain_over_floor": float(np.median(t["plain_ring"] / t["floor"]))}
     for reducer in reducers.values():
         if hasattr(reducer, "close"):
             reducer.close()
@@ -146,7 +153,7 @@ def main() -> int:
               f"MPI_Allreduce{note}\ncalibration: alpha {costs.alpha_s * 1e6:.2f} us, beta "
               f"{costs.beta_s_per_byte * 1e9:.3f} ns/B, gamma {costs.gamma_cache_s_per_byte * 1e9:.3f} ns/B")
         print(f"{'size':>9} {'Allreduce ms':>12} " + " ".join(f"{n + '/base':>13}" for n in FIXED + ('auto',))
-              + f" {'auto/best':>10} {'ring/floor':>10} {'best':>13} {'auto picked':>18} {'errors':>6}   model/measured: "
+              + f" {'auto/best':>10} {'ring/floor':>10} {'ring/plain':>10} {'plain/floor':>11} {'best':>13} {'auto picked':>18} {'errors':>6}   model/measured: "
               + " ".join(FIXED + ("auto",)))
     rows = []
     for n_bytes in (parse_size(s) for s in parse_list(args.sizes, "--sizes")):
@@ -158,7 +165,8 @@ def main() -> int:
                         for n in FIXED + ("auto",)]
             print(f"{human_bytes(n_bytes):>9} {row[BASELINE + '_s'] * 1e3:12.3f} "
                   + " ".join(f"{row[n + '_ratio']:13.2f}" for n in FIXED + ("auto",))
-                  + f" {row['auto_over_best']:10.2f} {row['ring_over_floor']:10.2f} {row['best']:>13} "
+                  + f" {row['auto_over_best']:10.2f} {row['ring_over_floor']:10.2f} {row['ring_over_plain']:10.2f} "
+                  f"{row['plain_over_floor']:11.2f} {row['best']:>13} "
                   f"{row['auto_pick']:>18} {row['errors']:6d}   "
                   + " ".join(f"{m:.2f}" for m in modelled), flush=True)
     if comm.rank == 0:
@@ -172,7 +180,8 @@ def goal_lines(rows: list[dict]) -> list[str]:
     """Each goal at the sizes measured: met or not, with the figure (none measured: said so)."""
     goals = [("auto_ratio", 4 << 10, 4 << 10, 1.6, "auto / blocking"),
              ("auto_ratio", 16 << 10, 16 << 10, 1.3, "auto / blocking"),
-             ("ring_over_floor", 1 << 20, 64 << 20, 1.3, "ring / floor")]
+             ("ring_over_floor", 1 << 20, 64 << 20, 1.3, "ring / floor"),
+             ("ring_over_plain", 1 << 20, 64 << 20, 1.3, "ring / plain mpi4py ring (the same transport)")]
     load = " ".join(open("/proc/loadavg").read().split()[:3]) if os.path.exists("/proc/loadavg") else "unknown"
     lines = [f"# goals (load average {load}):"]
     for key, low, high, limit, what in goals:

@@ -1,6 +1,6 @@
 """``bench``'s baselines against an independent anchor, in the same interleaved rounds.
 
-    python benchmarks/vs_anchor.py [--anchor PATH] [--ranks 2] [--sizes 4K,...,64M] [--rounds 5]
+    python benchmarks/vs_anchor.py [--anchor PATH] [--ranks 2] [--sizes 4K,...,64M] [--rounds 5] [--launches 3]
 
 Not under mpirun: it launches one ``bench`` job (``MPIBENCH_MPIEXEC``, else
 ``mpirun``) with ``--strategies c_floor --anchor PATH``, so the anchor runs as its
@@ -8,8 +8,13 @@ own job, launched by rank 0 in every round at every size while the benchmark's
 ranks sleep. The anchor is ``--anchor`` (an IMB-MPI1 or osu_allreduce binary you
 built against the same MPI), else the project's own stand-alone C program
 (``mpibench/job/bench/c_anchor.c``, osu_allreduce's method), built here with the
-MPI's ``mpicc``. Printed per size: each one's ``t_avg`` (median over rounds of
-the mean over ranks of the mean call time), ``blocking`` and ``c_floor`` over the
+MPI's ``mpicc``. The job and the anchor run on one page policy (``--pages``: 4 KiB pages
+everywhere by default, as a C tool's ``malloc`` gets them; ``huge``: NumPy's,
+the MPI's scratch and the anchor's buffers all on transparent huge pages;
+see ``mpibench/job/bench/pages.py``). The job runs ``--launches`` times (a launch's own state, such as where
+its buffers landed, moves all of its rounds together). Printed per size: each
+one's ``t_avg`` (median over rounds of the mean over ranks of the mean call
+time; then the median over launches), ``blocking`` and ``c_floor`` over the
 anchor, and whether both are within ``--tolerance`` (10 %); the host's load
 before and after. Exit 0 when every size is within, 1 when one is not, 3 when
 the job could not run.
@@ -20,6 +25,7 @@ import argparse
 import csv
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,40 +50,49 @@ def own_anchor() -> str:
     return str(cfloor.build(mpicc, cfloor.ANCHOR_SOURCE))
 
 
-def run_bench(args, anchor: str, out: str) -> int:
+def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
     from mpibench.drive.launch import job_env, launcher_argv
 
     cmd = [*launcher_argv(args.mpiexec), "-n", str(args.ranks), sys.executable, "-m", "mpibench", "bench",
            "--sizes", args.sizes, "--strategies", "c_floor", "--anchor", anchor, "--rounds", str(args.rounds),
            "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force"]
     print(f"# {shlex.join(cmd)}", flush=True)
-    env = job_env()
+    from mpibench.job.bench.pages import with_pages
+
+    env = with_pages(job_env(), huge=args.pages == "huge")  # one page policy for ranks, MPI scratch, anchor
     env.setdefault("MPIBENCH_MPIEXEC", shlex.join(launcher_argv(args.mpiexec)))  # the anchor's launcher
     done = subprocess.run(cmd, stdin=subprocess.DEVNULL, env=env, timeout=args.timeout, text=True,
                           capture_output=True)
     if done.returncode != 0:
         print(done.stdout[-2000:] + done.stderr[-2000:], file=sys.stderr)
-    return done.returncode
+    return done.returncode, done.stdout
 
 
-def table(out: str, tolerance: float) -> tuple[list[str], bool]:
+def figures(out: str) -> dict[tuple[str, int], float]:
+    """(strategy, bytes) -> t_avg seconds, from one job's measured bench rows."""
     with open(os.path.join(out, "bench.csv"), newline="") as handle:
         rows = [r for r in csv.DictReader(handle) if r["tag"] == "measured"]
-    by = {(r["strategy"], int(r["bytes"])): float(r["time_avg_s"]) for r in rows}
+    return {(r["strategy"], int(r["bytes"])): float(r["time_avg_s"]) for r in rows}
+
+
+def table(launches: list[dict[tuple[str, int], float]], tolerance: float) -> tuple[list[str], bool]:
+    """Per size: each figure's median over the launches, and the median of each launch's ratio
+    (a launch's own state, e.g. where its buffers landed, shifts all its rounds together)."""
     from mpibench.base.units import human_bytes
 
     lines = [f"{'size':>8} {'anchor us':>10} {'blocking us':>11} {'c_floor us':>10} "
              f"{'blocking/anchor':>15} {'c_floor/anchor':>14}  within ±{tolerance:.0%}"]
     ok = True
-    for n in sorted({b for _, b in by}):
-        anchor, blocking, floor = by.get(("anchor", n)), by.get(("blocking", n)), by.get(("c_floor", n))
-        if not anchor or blocking is None or floor is None:
-            lines.append(f"{human_bytes(n):>8}  missing a row (anchor {anchor}, blocking {blocking}, c_floor {floor})")
+    for n in sorted({b for by in launches for _, b in by}):
+        got = {name: [by.get((name, n)) for by in launches] for name in ("anchor", "blocking", "c_floor")}
+        if any(v is None or v <= 0 for values in got.values() for v in values):
+            lines.append(f"{human_bytes(n):>8}  missing a row in some launch: {got}")
             ok = False
             continue
-        ratios = (blocking / anchor, floor / anchor)
+        ratios = [statistics.median(b / a for a, b in zip(got["anchor"], got[name])) for name in ("blocking", "c_floor")]
         within = all(abs(r - 1) <= tolerance for r in ratios)
         ok &= within
+        anchor, blocking, floor = (statistics.median(got[k]) for k in ("anchor", "blocking", "c_floor"))
         lines.append(f"{human_bytes(n):>8} {anchor * 1e6:10.1f} {blocking * 1e6:11.1f} {floor * 1e6:10.1f} "
                      f"{ratios[0]:15.2f} {ratios[1]:14.2f}  {'yes' if within else 'NO'}")
     return lines, ok
@@ -89,24 +104,38 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--sizes", default=SIZES)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--launches", type=int, default=3, help="separate jobs; medians over them")
+    parser.add_argument("--pages", choices=["4k", "huge"], default="4k",
+                        help="4k: no buffer madvises huge pages (as a C tool's malloc by default); huge: NumPy's, "
+                        "the MPI's and the anchor's all do (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)")
     parser.add_argument("--iterations", type=int, default=50, help="timed calls per round, every size")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--tolerance", type=float, default=0.10)
     parser.add_argument("--mpiexec", default=None, help="launcher (default: $MPIBENCH_MPIEXEC, else mpirun)")
     parser.add_argument("--timeout", type=float, default=1800.0)
-    parser.add_argument("--out", default=None, help="keep bench.csv in this folder")
+    parser.add_argument("--out", default=None, help="keep each launch's bench.csv in OUT/launch-N; "
+                        "a launch whose folder already holds one is reused, not run again")
     args = parser.parse_args()
     anchor = args.anchor or own_anchor()
     before = load()
+    launches, printed = [], ""
     with tempfile.TemporaryDirectory(prefix="vs-anchor-") as tmp:
-        out = args.out or tmp
-        code = run_bench(args, anchor, out)
-        if code != 0:
-            print(f"vs_anchor: the bench job exited {code}: could not run", file=sys.stderr)
-            return 3
-        lines, ok = table(out, args.tolerance)
-    print(f"# p={args.ranks}  anchor {anchor}  {args.rounds} interleaved rounds x {args.iterations} calls  "
-          f"load before {before}, after {load()}")
+        for launch in range(args.launches):
+            out = os.path.join(args.out or tmp, f"launch-{launch + 1}")
+            if os.path.exists(os.path.join(out, "bench.csv")):  # kept from an earlier call: reused
+                print(f"# reusing {out}", flush=True)
+                launches.append(figures(out))
+                continue
+            code, printed = run_bench(args, anchor, out)
+            if code != 0:
+                print(f"vs_anchor: the bench job exited {code}: could not run", file=sys.stderr)
+                return 3
+            launches.append(figures(out))
+        lines, ok = table(launches, args.tolerance)
+        pages = next((line for line in printed.splitlines() if line.startswith("# pages:")), "# pages: not printed")
+    print(f"# p={args.ranks}  anchor {anchor}  {args.launches} launches x {args.rounds} interleaved rounds x "
+          f"{args.iterations} calls  load before {before}, after {load()}")
+    print(pages)
     print("\n".join(lines))
     print(f"# {'every size within' if ok else 'NOT every size within'} ±{args.tolerance:.0%} of the anchor")
     return 0 if ok else 1

@@ -48,6 +48,13 @@ def test_spawn_and_merge_add_a_process_and_no_slot_refuses_it(found):
     assert found["spawn_refused"] == {"0": 50, "1": 50}
 
 
+def test_a_received_message_lands_only_when_the_receiver_sees_it_done(found):
+    # rank 0 posted its receive into buf[1:3] before sending buf[0:2]: the send carries its own
+    # buf[1] (a real library writes the receive as rank 0 progresses, after the send was posted)
+    assert found["overlap"]["1"] == [0.0, 1.0]
+    assert found["overlap"]["0"] == [0.0, 10.0, 11.0]
+
+
 def test_virtual_time_is_the_same_every_time(found):
     first, second = found["virtual_times"]
     assert first == second and first > 0

@@ -55,7 +55,7 @@ def predict_command(run_dir: str, platform: str | None) -> int:
     path = write_rows(folder, rows)
     for row in rows:
         if row["kind"] == "host":
-            print(f"p=2 {row['strategy']:<6} step {float(row['step_s']) * 1e3:8.3f} ms  [{row['tag']}]")
+            print(f"p={row['ranks']} {row['strategy']:<6} step {float(row['step_s']) * 1e3:8.3f} ms  [{row['tag']}]")
     print(f"predict: {len(rows)} rows [simulated | modelled | measured] -> {path}", flush=True)
     return 0
 

@@ -21,6 +21,7 @@ def _now() -> float:
     return M._env.sched.now()
 
 
+@M.uncharged
 class Comm:
     def __init__(self, state: w.CommState, rank: int):
         self.state, self.rank = state, rank

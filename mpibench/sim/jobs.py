@@ -32,6 +32,8 @@ class SimSettings:
     options: Options = Options()
     # charge each process the host's time it ran: False (bit-exact), "cpu" or "wall" (see scheduler)
     measure_compute: bool | str = False
+    # under measure_compute: virtual seconds charged per host second (the host's speed then / now)
+    cpu_scale: float = 1.0
 
 
 def _guard(body) -> int:
@@ -91,7 +93,7 @@ def simulate_job(body, ranks: int, settings: SimSettings = SimSettings(), quiet:
     processes, guarded as a real process is; (exit status, how each process ended)."""
     start = time.perf_counter()
     result = run_world(ranks, lambda: _guard(body), _replacement_body, settings.net, settings.options,
-                       settings.measure_compute)
+                       settings.measure_compute, settings.cpu_scale)
     status = job_status(result)
     if result.deadlocked:
         print(f"engine sim: processes {' '.join(map(str, result.deadlocked))} waited forever "

@@ -8,11 +8,11 @@
   synchronisation and step (:mod:`mpibench.results.costmodel`) over the same
   platform figures, tagged ``modelled``. Both take the local step (compute)
   from the run's own calibration.
-* kind ``host`` -- p = 2 on this host: the median step time the run measured
-  for each strategy (``measured``, from steps.csv) beside the same run replayed
-  on the simulated engine (``simulated``: the real worker loop on 2 simulated
-  processes, their compute charged at this host's CPU time, the network from
-  the run's calibration of this host).
+* kind ``host`` -- p = 2 (and p = 1) on this host: the step the run measured
+  for each strategy, part by part (``measured``: steps.csv's fault-free steps,
+  scaling.csv's one-rank point), beside the same strategy replayed on the
+  simulated engine (``simulated``; how each part is charged:
+  :mod:`.hostreplay`).
 
 Simulated figures are never mixed with measured ones: every row carries its tag.
 """
@@ -30,11 +30,13 @@ from . import rounds
 from .network import Network
 from .platform import Platform
 
-COLUMNS = ["kind", "platform", "strategy", "ranks", "bytes", "sync_s", "step_s", "recovery_s", "tag"]
+HOST_PARTS = ("compute_s", "rest_s", "evidence_s", "check_s", "commit_s")  # beside sync_s and step_s
+COLUMNS = ["kind", "platform", "strategy", "ranks", "bytes", "sync_s", "step_s", "recovery_s", *HOST_PARTS,
+           "cpu_scale", "tag"]
 SCALE_RANKS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SCALE_STRATEGIES = ("ring", "ps", "auto", "native")
 HOST_STRATEGIES = ("ring", "ps", "auto")
-HOST_REPEATS = 3  # simulated runs per strategy at p = 2; the median is over all their steps
+HOST_REPEATS = 3  # replays per strategy and rank count; the median over their step medians
 
 
 def read_run(folder: Path) -> tuple[dict, dict]:
@@ -79,57 +81,23 @@ def scale_rows(plat: Platform, cal: dict, nbytes: int, local_batch: int, notice_
     return out
 
 
-def measured_steps(folder: Path) -> dict[str, list[float]]:
-    """Per strategy, the step times of its fault-free scenario in the run's steps.csv."""
-    import csv
+def host_rows(folder: Path, info: dict, cal: dict, work: Path, repeats: int = HOST_REPEATS) -> list[dict]:
+    """p = 2 (and p = 1 where scaling.csv has the point): the run's measured step, part by part,
+    beside the same strategy replayed on the simulated engine (:mod:`.hostreplay`)."""
+    from .hostreplay import compare
 
-    found: dict[str, list[float]] = {}
-    try:
-        with open(folder / "steps.csv", newline="") as f:
-            for row in csv.DictReader(f):
-                if row.get("scenario") == "none" and row.get("step") not in ("0", "1"):  # warm-up left out
-                    found.setdefault(row["strategy"], []).append(float(row["step_time_s"]))
-    except OSError:
-        pass
-    return found
-
-
-def host_rows(folder: Path, info: dict, cal: dict, work: Path, clock: str = "cpu") -> list[dict]:
-    """p = 2: measured step medians beside the same strategies' runs on the simulated engine."""
-    from .jobs import SimSettings, simulate_run
-
-    measured = measured_steps(folder)
-    # The latency a training step sees (alpha_step_s: the ping-pong right after a local step's
-    # compute), as the analytic model's step time uses it; on a quiet host 31 us against the bare
-    # ping-pong's 2 us here (a rank waking from its yield), on a loaded one it is mostly noise.
-    net = Network(alpha_s=cal.get("alpha_step_s") or cal["alpha_s"],
-                  beta_s_per_byte=cal.get("beta_step_s_per_byte") or cal["beta_s_per_byte"],
-                  gamma_s_per_byte=cal.get("gamma_cache_s_per_byte") or Network().gamma_s_per_byte)
-    settings = SimSettings(net=net, measure_compute=clock)
     out = []
-    for strategy in HOST_STRATEGIES:
-        if strategy not in measured:
-            continue
-        sim_config = _host_config(info, strategy)
-        simulated = []
-        for repeat in range(HOST_REPEATS):  # the compute charge is the host's CPU time: noisy
-            run_dir = work / f"host-{strategy}-{repeat}"
-            simulate_run(sim_config, str(run_dir), 2, settings, quiet=True)
-            simulated += measured_steps(run_dir).get(strategy, [])
-        for tag, times in (("measured", measured[strategy]), ("simulated", simulated)):
-            if times:
-                out.append({"kind": "host", "platform": f"this host ({clock} clock)" if tag == "simulated"
-                            else "this host", "strategy": strategy, "ranks": 2, "bytes": "",
-                            "sync_s": "", "step_s": statistics.median(times), "recovery_s": "", "tag": tag})
+    for c in compare(folder, info, cal, work, HOST_STRATEGIES, repeats):
+        scale = statistics.median(c.cpu_scales) if c.cpu_scales else ""
+        for tag, parts in (("measured", c.measured), ("simulated", c.simulated)):
+            if not parts:
+                continue
+            out.append({"kind": "host", "platform": "this host (replayed, cpu clock)" if tag == "simulated"
+                        else "this host", "strategy": c.strategy, "ranks": c.ranks, "bytes": "",
+                        "sync_s": parts.get("sync_s", ""), "step_s": parts["step_s"], "recovery_s": "",
+                        **{k: parts.get(k, "") for k in HOST_PARTS},
+                        "cpu_scale": scale if tag == "simulated" else "", "tag": tag})
     return out
-
-
-def _host_config(info: dict, strategy: str) -> RunConfig:
-    base = info.get("config", {})
-    names = RunConfig.__dataclass_fields__
-    fields = {k: v for k, v in base.items() if k in names}
-    fields.update(strategy=strategy, scenario="none")
-    return RunConfig(**fields)
 
 
 def model_bytes(info: dict) -> int:

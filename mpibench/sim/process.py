@@ -149,8 +149,8 @@ class WorldResult:
 class Env:
     """One simulated job: its scheduler, library state and the program spawned processes run."""
 
-    def __init__(self, net: Network, options: Options, spawn_body, measure_compute: bool):
-        self.sched = Scheduler(measure_compute=measure_compute)
+    def __init__(self, net: Network, options: Options, spawn_body, measure_compute: bool, cpu_scale: float = 1.0):
+        self.sched = Scheduler(measure_compute=measure_compute, cpu_scale=cpu_scale)
         self.world = World(self.sched, net, options)
         self.world.handle = sim_mpi._handle
         self.world.results = RESULTS
@@ -210,11 +210,11 @@ class Env:
 
 
 def run_world(ranks: int, body, spawn_body=None, net: Network | None = None, options: Options | None = None,
-              measure_compute: bool = False) -> WorldResult:
+              measure_compute: bool = False, cpu_scale: float = 1.0) -> WorldResult:
     """Run ``body()`` in ``ranks`` simulated processes to the end; their exit statuses."""
     global _env
     install()
-    env = Env(net or Network(), options or Options(), spawn_body, measure_compute)
+    env = Env(net or Network(), options or Options(), spawn_body, measure_compute, cpu_scale)
     sim_mpi.bind(env)
     _env = env
     try:

@@ -62,10 +62,11 @@ class Actor:
         self.killed: Killed | None = None  # set: raise it when the actor runs next
         self.process = None  # the process model's handle
         self._slice_cpu = 0.0
+        self.in_library = 0  # inside the simulated library: its own CPU time is not charged
         self.glet = greenlet.greenlet(self._main, parent=sched.home)
 
     def now(self) -> float:
-        if self.sched.measure_compute and self.state == "running":
+        if self.sched.measure_compute and self.state == "running" and not self.in_library:
             return self.clock + self.sched.cpu_scale * (self.sched.host_clock() - self._slice_cpu)
         return self.clock
 
@@ -133,6 +134,23 @@ class Scheduler:
         if actor.killed is not None:
             raise actor.killed
         return actor.woke_by_cond
+
+    def enter_library(self) -> Actor | None:
+        """The calling actor enters the simulated library: its CPU time up to here is charged,
+        what the simulator itself spends from here on is not (the library's own cost is the
+        network model's per-message and per-call figures)."""
+        actor = self.me()
+        if actor is not None:
+            if not actor.in_library:
+                actor._charge()
+            actor.in_library += 1
+        return actor
+
+    def leave_library(self, actor: Actor | None) -> None:
+        if actor is not None:
+            actor.in_library -= 1
+            if not actor.in_library and self.measure_compute:
+                actor._slice_cpu = self.host_clock()
 
     def sleep(self, seconds: float) -> None:
         actor = self.me()

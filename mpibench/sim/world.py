@@ -1,35 +1,29 @@
 """The simulated MPI library's state: processes, communicators, messages, collectives, failures.
 
-One :class:`World` holds everything a simulated job shares. A
-:class:`CommState` is one communicator as the library sees it (its processes
-by rank, the messages not yet received, the collectives in progress, whether
-and when it was revoked); each process holds its own handle on it
-(:class:`mpibench.sim.mpi.Comm`). Nothing here blocks: requests answer *when*
-they are (or will be) finished, and the handles wait on that through the
-scheduler.
-
-ULFM semantics, as Open MPI 5 documents them and mpibench relies on them:
-
-* a process that died is noticed by the others ``notice_s`` after its death;
-  an operation that needs it (a receive from it, a collective over it) fails
-  with ``ERR_PROC_FAILED`` from then on; messages it sent before dying are
-  still delivered;
-* ``Revoke`` makes every pending and later operation on the communicator fail
-  with ``ERR_REVOKED``, except ``Agree``, ``Shrink``, ``Ack_failed``,
-  ``Get_failed`` and ``Free``;
-* ``Agree`` completes over the live processes with the AND of their flags; it
-  fails uniformly with ``ERR_PROC_FAILED`` while a failed process was not yet
-  acknowledged (``Ack_failed``) by every participant when it called;
+One :class:`World` holds everything a simulated job shares. A :class:`CommState` is one
+communicator as the library sees it (its processes by rank, the messages not yet received, the
+collectives in progress, whether and when it was revoked); each process holds its own handle on
+it (:class:`mpibench.sim.mpi.Comm`). Nothing here blocks: requests answer *when* they are (or
+will be) finished, and the handles wait on that through the scheduler. The ULFM semantics, as
+Open MPI 5 documents them and mpibench relies on them:
+* a process that died is noticed by the others ``notice_s`` after its death; an operation that
+  needs it (a receive from it, a collective over it) fails with ``ERR_PROC_FAILED`` from then
+  on; messages it sent before dying are still delivered;
+* ``Revoke`` makes every pending and later operation on the communicator fail with
+  ``ERR_REVOKED``, except ``Agree``, ``Shrink``, ``Ack_failed``, ``Get_failed`` and ``Free``;
+* ``Agree`` completes over the live processes with the AND of their flags; it fails uniformly
+  with ``ERR_PROC_FAILED`` while a failed process was not yet acknowledged (``Ack_failed``) by
+  every participant when it called;
 * ``Shrink`` gives every live process a communicator of the live processes;
-* option ``revoked_sends``: a send posted on a revoked communicator is accepted and
-  never delivered (Open MPI 5.0.11, seen on this machine), or refused with ``ERR_REVOKED``;
-* option ``lost_notice_in_spawned`` (default on, Open MPI's behaviour,
-  open-mpi/ompi#13325 related): when the launched job's last processes die
-  together with another (within ``notice_s``), processes started by ``Spawn``
-  are never told of those deaths; a last process dying alone is reported.
+* option ``revoked_sends``: a send posted on a revoked communicator is accepted and never
+  delivered (Open MPI 5.0.11, seen on this machine), or refused with ``ERR_REVOKED``;
+* option ``lost_notice_in_spawned`` (default on, Open MPI's behaviour, open-mpi/ompi#13325
+  related): when the launched job's last processes die together with another (within
+  ``notice_s``), processes started by ``Spawn`` are never told of those deaths; a last process
+  dying alone is reported.
 
-Collective results are computed once every member needed has arrived; their
-completion time is the last arrival plus the network model's cost.
+Collective results are computed once every member needed has arrived; their completion time is
+the last arrival plus the network model's cost.
 """
 from __future__ import annotations
 
@@ -51,9 +45,8 @@ class Options:
 
     lost_notice_in_spawned: bool = True
     spawn_slots: int | None = None  # None: unlimited (mpirun --oversubscribe)
-    # A send posted on a revoked communicator: "accepted" (completes, is never received), as
-    # Open MPI 5.0.11 behaved in the exhaustive sweep's replays, or "refused" (ERR_REVOKED at
-    # once), the letter of the ULFM proposal.
+    # A send posted on a revoked communicator: "accepted" (completes, is never received), as Open
+    # MPI 5.0.11 behaved in the exhaustive sweep's replays, or "refused" (at once), as ULFM reads.
     revoked_sends: str = "accepted"
 
 
@@ -117,6 +110,19 @@ class RecvReq(Req):
         super().__init__(comm, post_s)
         self.rank, self.source, self.tag, self.buf, self.observer = rank, source, tag, buf, observer
         self.data = None
+        self.msg: Msg | None = None  # matched, not yet landed in ``buf``
+
+    def outcome(self, now: float):
+        """A matched message lands when the receiver sees it done (the library writes it as the
+        receiver progresses: a send posted meanwhile from an overlapping buffer sends the old)."""
+        state = super().outcome(now)
+        if state[0] == "done" and self.msg is not None:
+            msg, self.msg = self.msg, None
+            if self.buf is None:
+                self.data = msg.data
+            else:
+                np.copyto(self.buf.reshape(-1), np.asarray(msg.data).reshape(-1).view(self.buf.dtype))
+        return state
 
     def ready_at(self, now):
         if self.done_s is not None:
@@ -244,16 +250,12 @@ class CommState:
     def _deliver(self, req: RecvReq, msg: Msg) -> None:
         req.done_s = max(req.post_s, msg.arrival_s)
         req.source_rank = msg.source
-        if req.buf is not None:
-            np.copyto(req.buf.reshape(-1), np.asarray(msg.data).reshape(-1).view(req.buf.dtype))
-        else:
-            req.data = msg.data
+        req.msg = msg  # lands when the receiver sees it done (RecvReq.outcome)
 
     # -- collectives
     def collective(self, rank: int, kind: str, payload, now: float, members=None, family="c") -> CollReq:
-        key_count = self.counts.get((rank, family), 0)
-        self.counts[(rank, family)] = key_count + 1
-        key = (family, key_count)
+        key_count = self.counts[(rank, family)] = self.counts.get((rank, family), 0) + 1
+        key = (family, key_count - 1)
         coll = self.colls.get(key)
         if coll is None:
             members = tuple(range(len(self.procs))) if members is None else tuple(members)
@@ -290,10 +292,8 @@ class World:
         return proc.death_s + self.net.notice_s
 
     def _lost_episode(self) -> list[Proc]:
-        """The deaths spawned processes are never told of (Open MPI 5, repro/ulfm_lost_failure.py):
-        those of the episode that ended the launched job, when it took more than one process at
-        once (within ``notice_s``). The launched job's last process dying alone is reported,
-        as the main job's kill scenarios showed on real MPI."""
+        """Deaths spawned processes are never told of (repro/ulfm_lost_failure.py): the episode ending the
+        launched job if it took several at once (within notice_s); a last one dying alone is told."""
         launched = [p.death_s for p in self.procs if p.job == 0]
         if not launched or INF in launched:
             return []

@@ -107,6 +107,23 @@ def lost_child():
         return 7  # told of the failure
 
 
+def overlap(MPI, comm):
+    """Rank 0 receives into buf[1:3], then sends buf[0:2] (overlapping) while rank 1's message
+    is already there: the send must carry rank 0's own buf[1], as a real library's does."""
+    import time
+    r = comm.Get_rank()
+    buf = np.array([10 * r, 10 * r + 1, 10 * r + 2], np.float32)
+    if r == 1:
+        got = np.zeros(2, np.float32)
+        reqs = [comm.Isend(buf[0:2], 0, 3), comm.Irecv(got, 0, 3)]
+        MPI.Request.Waitall(reqs)
+        return got.tolist()
+    time.sleep(1e-3)  # rank 1's message has arrived before rank 0 posts anything
+    reqs = [comm.Irecv(buf[1:3], 1, 3), comm.Isend(buf[0:2], 1, 3)]
+    MPI.Request.Waitall(reqs)
+    return buf.tolist()
+
+
 def child():
     from mpi4py import MPI
     merged = MPI.Comm.Get_parent().Merge(high=True)
@@ -116,6 +133,8 @@ def child():
 
 got, res = world(3, ring)
 out["ring"] = got
+got, res = world(2, overlap)
+out["overlap"] = got
 got, res = world(2, dead_peer)
 out["dead_peer"], out["dead_peer_codes"] = got, res.codes
 got, res = world(2, revoked)

@@ -10,7 +10,8 @@ file name: ``IMB`` in it means IMB-MPI1 (``Allreduce``, lengths from a file,
 ``-iter`` with ``-iter_policy off``, ``-msglog`` raised to the size), anything else takes osu_allreduce's
 options (``-m N:N -i ITER -x WARMUP -f``), as does the project's own
 ``c_anchor.c``. Its figures are each rank's mean call time, then min / avg /
-max over the ranks, in microseconds; its results are checked by the tool, not
+max over the ranks, in microseconds. It inherits the ranks' environment,
+malloc's page policy included (:mod:`.pages`). Its results are checked by the tool, not
 here (the row's ``errors`` is empty and its note says so).
 """
 from __future__ import annotations
@@ -126,7 +127,8 @@ def run_once(path: str, n_bytes: int, ranks: int, calls: int, warmup: int,
             path, n_bytes, ranks, calls, warmup, os.path.join(tmp, "lengths"))
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL, env=launch_env(), cwd=tmp,
+                                  stdin=subprocess.DEVNULL, cwd=tmp,
+                                  env=launch_env(),
                                   preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores))
         except (OSError, subprocess.SubprocessError) as exc:
             raise AnchorFailed(f"{shlex.join(cmd)}: {exc}") from None

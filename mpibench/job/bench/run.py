@@ -18,6 +18,7 @@ from mpibench.sync.comm import Comm
 from mpibench.base.records import BENCH_COLUMNS, CsvLog
 
 from . import cfloor
+from . import pages
 from .anchor import ANCHOR, NOT_CHECKED, AnchorFailed, AnchorRun, label as anchor_label
 from .floor import FLOOR, LABEL as FLOOR_LABEL, MovementFloor
 from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyReduce
@@ -56,7 +57,8 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
                 f"{plan.rounds} rounds x {plan.iterations} calls  GB/s = 1e9 B/s"
                 + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}")
                 + ("" if plan.anchor is None else f"\n# anchor: {anchor_label(plan.anchor)}, launched by rank 0 "
-                   f"in every round while the benchmark's ranks sleep"))
+                   f"in every round while the benchmark's ranks sleep")
+                + f"\n# pages: {pages.describe(pages.numpy_madvises_hugepages(), pages.malloc_madvises_hugepages(), pages.thp_mode())}")
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
     log = _open_log(world, out_dir, append)
