@@ -13,7 +13,7 @@ the medians:
     on_total:   steps / (loop + online check)
     off:        steps / loop time without history
 
-    python benchmarks/check_overhead.py [--ranks 2] [--steps 1500] [--pairs 5]
+    python benchmarks/check_overhead.py [--ranks 2] [--steps 1500] [--pairs 5] [--check-every 1]
 """
 from __future__ import annotations
 
@@ -39,10 +39,11 @@ def load() -> str:
         return "unknown"
 
 
-def timed_run(ranks: int, steps: int, strategy: str, history: bool) -> dict:
+def timed_run(ranks: int, steps: int, strategy: str, history: bool, check_every: int = 1) -> dict:
     os.environ["MPIBENCH_HISTORY"] = "on" if history else "off"
     with tempfile.TemporaryDirectory() as out:
-        job = run_mpi(ranks, ["run", "--strategy", strategy, "--steps", str(steps)], Path(out), timeout=600)
+        job = run_mpi(ranks, ["run", "--strategy", strategy, "--steps", str(steps),
+                              "--check-every", str(check_every)], Path(out), timeout=600)
     expected = 0 if history else 3  # without a history there is nothing to judge
     if job.returncode != expected or not LINE.search(job.stdout):
         raise SystemExit(f"run exited {job.returncode} (expected {expected}):\n{job.text[-3000:]}")
@@ -58,15 +59,18 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--strategy", default="native")
     parser.add_argument("--min-loop-s", type=float, default=2.0)  # 0: exactly --steps
+    parser.add_argument("--check-every", type=int, default=1,
+                        help="the online check's stride (the offline verdict still judges every step)")
     args = parser.parse_args()
     steps = args.steps
     while timed_run(args.ranks, steps, args.strategy, False)["loop_s"] < args.min_loop_s:
         steps *= 2  # runs shorter than the floor measure start-up noise, not steps
-    print(f"{args.ranks} ranks, {args.strategy}, {steps} steps per run, {args.pairs} interleaved pairs; "
+    print(f"{args.ranks} ranks, {args.strategy}, {steps} steps per run, online check every {args.check_every}, "
+          f"{args.pairs} interleaved pairs; "
           f"load before {load()}")
     on_loop, on_total, off = [], [], []
     for i in range(args.pairs):
-        on = timed_run(args.ranks, steps, args.strategy, True)
+        on = timed_run(args.ranks, steps, args.strategy, True, args.check_every)
         plain = timed_run(args.ranks, steps, args.strategy, False)
         on_loop.append(on["steps"] / on["loop_s"])
         on_total.append(on["steps"] / (on["loop_s"] + on["check_s"]))
