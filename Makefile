@@ -75,8 +75,20 @@ endif
 # The launcher's exit status is not the verdict (mpirun can exit 0 after a violation
 # under ULFM): bad usage (2) stops here, otherwise the checker's verdict is the status,
 # and a pass of a job that left cases out (4: the launch could not run them) stays 4.
+# A launch that ended with a status none of the job's own (0-4) before the job wrote its
+# run.json began nothing (Open MPI: "The PMIx server's listener thread failed to start",
+# exit 213, under load): it is tried once more, and one line says so; twice is "could not run" (3).
+RUN_JOB = $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT)) </dev/null
 run: $(STAMP)
-	@status=0; $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT)) </dev/null || status=$$?; \
+	@status=0; since=$$(mktemp); out='$(or $(OUT),mpibench-out/latest)'; \
+	unbegun() { [ $$status -gt 4 ] && [ -z "$$(find "$$out/run.json" -newer $$since 2>/dev/null)" ]; }; \
+	$(RUN_JOB) || status=$$?; \
+	if unbegun; then \
+		echo "make run: the launcher ended with status $$status before the job began (no run.json was written); trying once more" >&2; \
+		sleep 2; status=0; $(RUN_JOB) || status=$$?; fi; \
+	if unbegun; then rm -f $$since; \
+		echo "make run: could not run: the launcher ended with status $$status before the job began, twice" >&2; exit 3; fi; \
+	rm -f $$since; \
 	if [ $$status = 2 ]; then exit 2; fi; \
 	$(PY) -m mpibench check --confirm $(or $(OUT),mpibench-out/latest) || exit $$?; \
 	if [ $$status = 4 ]; then exit 4; fi
