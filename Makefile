@@ -16,11 +16,12 @@ NP ?= 8
 # Empty: every run gets a fresh mpibench-out/<UTC time>-<kind>-seed<S>/ (and mpibench-out/latest).
 OUT ?=
 # The repeated-run tests (marker slow, minutes each) run with `make test-slow`.
-# Two pytest workers, each test file on one of them: most tests wait on an mpirun job, so two
-# files at a time take 10 minutes where one at a time took 18 on 2 cores. More workers would
-# oversubscribe the ranks of the 8-rank jobs further; PYTEST_WORKERS=0 runs in one process.
+# Two pytest workers: most tests wait on an mpirun job, so two at a time take half the time of
+# one at a time on 2 cores. Single tests are spread (--dist loadgroup), so no long file bounds
+# the run; tests sharing a module-scoped fixture stay on one worker (tests/conftest.py). More
+# workers would oversubscribe the ranks of the 8-rank jobs further; PYTEST_WORKERS=0: one process.
 PYTEST_WORKERS ?= 2
-PYTEST_ARGS ?= -m "not slow" --durations=15 $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
+PYTEST_ARGS ?= -m "not slow" --durations=15 $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
 
 BIN := $(VENV)/bin
 PY := $(BIN)/python
