@@ -1,8 +1,10 @@
-"""Shared by every test: the tests folder on the import path, and a closing summary that
-says, one line per reason, which tests did not run and why (a skip is never silent)."""
+"""Shared by every test: the tests folder on the import path, a closing summary that
+says, one line per reason, which tests did not run and why (a skip is never silent),
+and which tests must share a pytest worker."""
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -38,3 +40,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for line in skip_lines(reports):
         terminalreporter.write_line(line)
     terminalreporter.write_line("(make system-deps installs the system packages these need, as root)")
+
+
+# `make test` spreads single tests over two workers (pytest-xdist --dist loadgroup), so no
+# one long file bounds the run. A file with a fixture wider than one test (module, class or
+# package scope: an expensive main job whose outputs several tests read, a Slurm cluster, a
+# testbed of network namespaces, a browser) runs whole on one worker, as it did file by file:
+# each worker would otherwise build the fixture again, and its other tests could meet it on
+# the machine (fixed namespace names, one cluster) at the same time.
+SHARED_SCOPES = ("module", "class", "package")
+
+
+def shares_a_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope in SHARED_SCOPES for defs in info.name2fixturedefs.values())
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    together = {item.nodeid.split("::")[0] for item in items if shares_a_fixture(item)}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if path in together:
+            item.add_marker(pytest.mark.xdist_group(path))

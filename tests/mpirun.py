@@ -84,15 +84,66 @@ def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Pa
 
 def _run_once(cmd: list[str], timeout: float, out: Path | None, cwd: Path | None,
               env: dict | None) -> Job:
+    env, tag = tagged(mpi_env() if env is None else env)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi_env() if env is None else env, start_new_session=True, cwd=cwd)
+                            env=env, start_new_session=True, cwd=cwd)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         stdout, stderr = proc.communicate()
-        raise AssertionError(f"timed out after {timeout} s: {' '.join(cmd)}\n{stdout[-3000:]}\n{stderr[-3000:]}")
+        left = reap_survivors(tag)
+        raise AssertionError(f"timed out after {timeout} s: {' '.join(cmd)}\n{stdout[-3000:]}\n{stderr[-3000:]}"
+                             + (f"\nstill running after the kill (now killed): {left}" if left else ""))
     return Job(proc.returncode, stdout, stderr, out)
+
+
+# Every process of a launch carries this variable (a launcher passes its environment to
+# the ranks it starts, respawned ones too), so what a kill left behind can be found.
+LAUNCH_TAG = "MPIBENCH_TEST_LAUNCH"
+
+
+def tagged(env: dict) -> tuple[dict, str]:
+    """``env`` with a tag of its own for one launch; the tag."""
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    return {**env, LAUNCH_TAG: tag}, tag
+
+
+def processes_tagged(tag: str) -> dict[int, str]:
+    """The live processes whose environment carries ``tag``: pid -> command line."""
+    needle = f"{LAUNCH_TAG}={tag}".encode()
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue  # ended, not yet reaped by its new parent
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                found[int(entry)] = fh.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+        except OSError:
+            continue
+    return found
+
+
+def reap_survivors(tag: str, grace_s: float = 10.0) -> dict[int, str]:
+    """Wait up to ``grace_s`` for every process tagged ``tag`` to end; SIGKILL those that
+    did not and return them (empty: nothing of the launch outlived it)."""
+    end = time.monotonic() + grace_s
+    left = processes_tagged(tag)
+    while left and time.monotonic() < end:
+        time.sleep(0.2)
+        left = processes_tagged(tag)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:

@@ -47,6 +47,19 @@ def test_libevents_epoll_warning_on_a_closed_socket_is_dropped():
     assert filtered("a\n" + EPOLL + "b\n") == "a\nb\n"
 
 
+START_ROUND = "Error in NBC_Start_round() ({code})\n"
+
+
+def test_a_failed_start_of_a_round_is_dropped():
+    assert filtered("a\n" + START_ROUND.format(code=-1) + "b\n") == "a\nb\n"
+
+
+@pytest.mark.parametrize("text", [START_ROUND.format(code=-2), START_ROUND.format(code=1),
+                                  "x " + START_ROUND.format(code=-1), START_ROUND.format(code=-1).rstrip("\n")])
+def test_other_start_round_lines_stay(text):
+    assert filtered(text) == text
+
+
 def test_other_libevent_warnings_stay():
     text = EPOLL.replace("Bad file descriptor", "Operation not permitted")
     assert filtered(text) == text

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mpirun import mpi_env, mpirun_command, run_cli, run_command, run_mpi
+from mpirun import mpi_env, mpirun_command, processes_tagged, reap_survivors, run_cli, run_command, run_mpi, tagged
 from test_report_browser import FIRST_SCREEN, browser  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +144,7 @@ def test_run_with_a_planted_failure_reads_fail_everywhere(browser, tmp_path):
 def test_a_main_job_killed_mid_way_is_not_judged_then_unknown(browser, tmp_path):
     out = tmp_path / "killed"
     cmd = mpirun_command() + ["-n", "2", sys.executable, "-m", "mpibench", "--steps", "6", "--out", str(out)]
-    status, text = kill_when(cmd, {**QUICK, "MPIBENCH_SCENARIOS": "none,straggler"}, "scenario straggler under ring")
+    status, text, _ = kill_when(cmd, {**QUICK, "MPIBENCH_SCENARIOS": "none,straggler"}, "scenario straggler under ring")
     built = run_cli(["report", str(out)])
     assert built.returncode == 0, built.text
     screen = first_screen(browser, out / "report.html")
@@ -193,9 +193,14 @@ def test_selftest_refuses_its_own_results_without_force(tmp_path):
 
 def kill_when(cmd: list[str], extra: dict, needle: str, delay_s: float = 0.0, timeout: float = 240):
     """Launch ``cmd``, SIGKILL its whole process group ``delay_s`` after ``needle`` appears in its
-    output; returns (status, output so far)."""
-    proc = subprocess.Popen(cmd, env=env_with({**extra, "PYTHONUNBUFFERED": "1"}), stdout=subprocess.PIPE,
+    output; returns (status, output so far, how many of its processes ran just before the kill).
+    Every process of the job must be gone within seconds of the kill (the ranks, in process
+    groups of their own, end themselves once their launcher is gone); any left are killed and
+    the test fails."""
+    env, tag = tagged(env_with({**extra, "PYTHONUNBUFFERED": "1"}))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+    running = 0
     seen, start = [], time.monotonic()
     try:
         for line in proc.stdout:
@@ -207,13 +212,16 @@ def kill_when(cmd: list[str], extra: dict, needle: str, delay_s: float = 0.0, ti
         else:
             raise AssertionError(f"the job ended before {needle!r}:\n" + "".join(seen)[-3000:])
     finally:
+        running = len(processes_tagged(tag))
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         proc.wait(timeout=60)
         proc.stdout.close()
-    return proc.returncode, "".join(seen)
+        left = reap_survivors(tag)
+    assert not left, f"outlived the kill of their launcher (now killed): {left}"
+    return proc.returncode, "".join(seen), running
 
 
 # Moments spread over the main job's phases: (a line of its output, seconds after it).
@@ -223,26 +231,31 @@ KILL_MOMENTS = [("calibrating", 0.0), ("scenario none under ring", 0.0),
                 ("scaling: ring, weak", 0.0), ("wall time", 0.0)]
 
 
-def killed_then_checked(tmp_path: Path, index: int, needle: str, delay_s: float) -> tuple[int, str, dict]:
+def killed_then_checked(tmp_path: Path, index: int, needle: str, delay_s: float) -> tuple[int, str, dict, int]:
     out = tmp_path / f"kill-{index}"
     cmd = mpirun_command() + ["-n", "2", sys.executable, "-m", "mpibench", "--steps", "4", "--out", str(out)]
-    kill_when(cmd, {"MPIBENCH_SCENARIOS": "none,kill-mid-reduction", "MPIBENCH_STRATEGIES": "ring",
+    _, _, running = kill_when(cmd, {"MPIBENCH_SCENARIOS": "none,kill-mid-reduction", "MPIBENCH_STRATEGIES": "ring",
                     "MPIBENCH_JOB_SWEEP_S": "3"}, needle, delay_s)
     judged = run_cli(["check", str(out)])
     path = out / "verdict.json"
-    return judged.returncode, judged.stdout + judged.stderr, json.loads(path.read_text()) if path.exists() else {}
+    return (judged.returncode, judged.stdout + judged.stderr, json.loads(path.read_text()) if path.exists() else {},
+            running)
 
 
 # Ten launches of the whole job with its benchmarks, two at a time: 44 s on a quiet 2-core
 # machine (load 1-3), 77-128 s while five other engineers' tests ran beside it (load 15-17).
 def test_a_main_job_killed_at_ten_moments_is_never_judged_a_pass(tmp_path):
     """SIGKILL of the launcher's whole process group at each moment: ``check`` exits 3 and
-    names the first part that did not finish (run.json itself when the kill came before it)."""
+    names the first part that did not finish (run.json itself when the kill came before it);
+    no process of the job outlives the kill by more than seconds (``kill_when``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         found = list(pool.map(lambda m: killed_then_checked(tmp_path, m[0], *m[1]), enumerate(KILL_MOMENTS)))
-    for (needle, _), (status, text, doc) in zip(KILL_MOMENTS, found):
+    # the tag reached the ranks: more than the launcher carried it at most kills (a kill just as
+    # a rank was killed or the job was ending can find fewer)
+    assert sum(running > 2 for *_, running in found) >= len(KILL_MOMENTS) // 2, [f[3] for f in found]
+    for (needle, _), (status, text, doc, _) in zip(KILL_MOMENTS, found):
         assert status == 3, (needle, text)
         unfinished = doc.get("phases", {}).get("unfinished") or []
         named = unfinished[0] if unfinished else "run.json"

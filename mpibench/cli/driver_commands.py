@@ -70,7 +70,8 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     row per case with its violations and the exact 'run' command that replays
     it alone. A job that dies is a finding in the case it died in; the cases it
     had not reached run again in a new job. Exit 0 when every case held every
-    invariant, 1 otherwise.
+    invariant, 1 on any finding, 4 when all else passed but the launch could not
+    support some cases (not-run, each with what it needs).
     """
     from mpibench.drive.launch import LaunchError, preflight, stop_on_sigterm
     from mpibench.drive.sweep import sweep_command

@@ -7,7 +7,9 @@ MPI's flags for every case), checks that it starts ranks at all, says what it
 starts, and runs the main job under it on ``--np`` ranks (default
 :data:`DEFAULT_RANKS`: every named scenario fits, and the job stays short). The
 job's own exit status is the command's; a launcher that cannot start the job is
-"could not run" (exit 3). This process never initialises MPI.
+"could not run" (exit 3). A launch that failed before the job began (no folder, no
+``run.json``, a status none of the job's own) is tried once more, and one line says so.
+This process never initialises MPI.
 """
 from __future__ import annotations
 
@@ -15,19 +17,27 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 
 from mpibench.base.exits import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_PARTIAL
 from mpibench.base.launchflags import root_env_words
+from mpibench.base.orphan_guard import started_by_launcher
+from mpibench.job.outdir import DEFAULT_PARENT
 
 DEFAULT_RANKS = 4  # the largest world any named scenario needs is 3; 4 leaves a majority after a kill
 STARTED_HERE = "MPIBENCH_SELF_LAUNCHED"  # set in the launched job: never launch twice
-LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "PMI_FD")
 STOP_GRACE_S = 10.0
+# A launcher can fail before it starts anything (Open MPI: "The PMIx server's listener
+# thread failed to start", exit 213, seen under load); that says nothing about the job,
+# so such a launch is tried once more after a pause. A status of the job's own (0-4) or
+# a job that made its folder is never retried.
+RETRY_PAUSE_S = 2.0
+MTIME_SLACK_S = 1.0  # file times lag the clock by a tick; a run.json from 1 s before the launch is not this job's
 
 
 def under_launcher() -> bool:
     """Whether an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx) started this process."""
-    return any(name in os.environ for name in LAUNCHER_VARIABLES) or os.environ.get(STARTED_HERE) == "1"
+    return started_by_launcher() or os.environ.get(STARTED_HERE) == "1"
 
 
 def launch_main_job(ranks: int | None, args: list[str]) -> int:
@@ -47,17 +57,70 @@ def launch_main_job(ranks: int | None, args: list[str]) -> int:
           f"(--np N or MPIBENCH_MPIEXEC to change):\n  {shlex.join(pasted)}", flush=True)
     env = job_env()
     env[STARTED_HERE] = "1"
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-    try:
-        code = proc.wait()
-    except KeyboardInterrupt:  # the launcher got the same Ctrl-C; give it time to end its ranks
-        _stop(proc)
-        raise
+    since, fresh = time.time() - MTIME_SLACK_S, JobBegan(args)
+    code = _run(cmd, env)
+    if not EXIT_OK <= code <= EXIT_PARTIAL and not fresh.began(since):
+        print(f"mpibench: the launcher ended with status {code} before the job began (no run.json was "
+              f"written); trying once more", file=sys.stderr, flush=True)
+        time.sleep(RETRY_PAUSE_S)
+        code = _run(cmd, env)
     if EXIT_OK <= code <= EXIT_PARTIAL:
         return code
     print(f"mpibench: could not run: the launcher ended with status {code} before the job could report "
           f"a verdict ({shlex.join(cmd)})", file=sys.stderr, flush=True)
     return EXIT_COULD_NOT_RUN
+
+
+def _run(cmd: list[str], env: dict) -> int:
+    """One launch, its output on this terminal; its exit status."""
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:  # the launcher got the same Ctrl-C; give it time to end its ranks
+        _stop(proc)
+        raise
+
+
+class JobBegan:
+    """Whether a launch of the main job began it: its folder was made or its run.json written.
+
+    With ``--out DIR`` that folder, else the fresh folders under ``mpibench-out/`` (the
+    job's default). Looked at before the launch, so a folder that was already there counts
+    only if a new run.json appeared in it."""
+
+    def __init__(self, args: list[str]):
+        self.out = _out_of(args)
+        self.before = self._folders()
+
+    def _folders(self) -> set[str]:
+        if self.out is not None:
+            return {self.out} if os.path.isdir(self.out) else set()
+        parent = DEFAULT_PARENT
+        return {os.path.join(parent, n) for n in os.listdir(parent)} if os.path.isdir(parent) else set()
+
+    def began(self, since: float) -> bool:
+        now = self._folders()
+        if now - self.before:
+            return True
+        return any(_mtime(os.path.join(folder, "run.json")) >= since for folder in now)
+
+
+def _out_of(args: list[str]) -> str | None:
+    """The ``--out`` folder among the main job's arguments (the last one given wins)."""
+    out = None
+    for i, word in enumerate(args):
+        if word == "--out" and i + 1 < len(args):
+            out = args[i + 1]
+        elif word.startswith("--out="):
+            out = word[len("--out="):]
+    return out
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return float("-inf")
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -8,7 +8,9 @@ outcome is read back from its output folder by :func:`judge`: a row for
 ``sweep.csv`` whose columns, the ``_s`` ones aside, depend only on the case. The
 verdict is the checker's, computed here from the case's history (never the
 launcher's exit status, which can be 0 after a violation): a case whose history
-cannot be judged is ``no-verdict``, never a pass.
+cannot be judged is ``no-verdict``, never a pass. A case the launch cannot support
+(the job's probe left it out and exited 4, its ``run.json`` naming what it needs) is
+``not-run`` with that reason: neither a pass nor a finding.
 """
 from __future__ import annotations
 
@@ -20,11 +22,19 @@ from pathlib import Path
 
 from mpibench.faults.toml_io import dump as schedule_toml
 
+from mpibench.base.exits import EXIT_PARTIAL
 from mpibench.base.records import STATUS_FILE
 
 from .launch import JobResult, mpibench_command, run_job_once_more_if_unstarted
 
 OK, VIOLATION, CRASH, HANG, NO_VERDICT = "ok", "violation", "crash", "hang", "no-verdict"
+NOT_RUN = "not-run"  # the launch could not support the case: no pass, no finding
+OUTCOMES = (OK, VIOLATION, CRASH, HANG, NO_VERDICT, NOT_RUN)
+
+
+def is_finding(outcome: str) -> bool:
+    """Whether an outcome is something the case's code did wrong (ok and not-run are not)."""
+    return outcome not in (OK, NOT_RUN)
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,16 @@ def batch_case_job(out_dir: Path, batch: JobResult, last: bool) -> JobResult:
     return JobResult(code, float(status.get("wall_s", 0.0)), batch.deadline_s, batch.stdout_tail, batch.stderr_tail)
 
 
+def not_run_needs(out_dir: Path) -> str:
+    """What the launch lacked for the cases its probe left out (``run.json``'s ``not_run``);
+    empty when it left none out or there is no readable run.json."""
+    try:
+        left_out = json.loads((out_dir / "run.json").read_text()).get("not_run") or {}
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return "; ".join(sorted({str(needs) for needs in left_out.values()}))
+
+
 def judge(case: Case, out_dir: Path, job: JobResult, replay: str, in_batch: bool = False,
           launch_started: bool | None = None) -> Outcome:
     """The case's outcome from the checker's verdict; a broken job is a finding, not a pass.
@@ -176,6 +196,9 @@ def judge(case: Case, out_dir: Path, job: JobResult, replay: str, in_batch: bool
         outcome = HANG
         first = (f"hung at exit after a finished run (killed at the {job.deadline_s:g} s deadline)"
                  if finished else f"hung: no exit within the {job.deadline_s:g} s deadline")
+    elif job.returncode == EXIT_PARTIAL and (needs := not_run_needs(out_dir)) and not verdict.cases:
+        outcome = NOT_RUN  # the job's probe found the launch cannot support the case
+        first = f"not run: needs {needs}"
     elif job.returncode != 0 and not launch_started:
         outcome = CRASH  # the launcher failed twice before anything of the case ran
         first = f"the launch failed (exit {job.returncode}, twice) before this case started"

@@ -28,10 +28,11 @@ import click
 
 from .alone import BATCH_ONLY, rerun_alone
 from .batching import BatchQueue, case_folder, remove_unreached, run_batch, run_queue
-from .cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, Case, Outcome, run_case, stderr_gist
+from .cases import VIOLATION, Case, Outcome, is_finding, run_case, stderr_gist
 from .launch import launcher_argv, stop_on_sigterm
 from .minimise import Candidate, shrink
 from .progress import Progress
+from .tally import summary_text, sweep_status, tally
 from mpibench.base.records import SWEEP_COLUMNS, CsvLog
 from mpibench.base.parsing import parse_list
 
@@ -114,7 +115,7 @@ def run_sweep(cases: Iterable[Case], settings: SweepSettings, stream=None, total
         with lock:
             for outcome in outcomes:
                 done[outcome.case.case_id] = outcome
-                progress.advance(outcome.outcome != OK)
+                progress.advance(is_finding(outcome.outcome))
             write_tables(in_plan_order(done, queue), settings.out)
 
     def run(batch):
@@ -127,7 +128,7 @@ def run_sweep(cases: Iterable[Case], settings: SweepSettings, stream=None, total
     progress.finish()
     outcomes = in_plan_order(done, queue)
     for outcome in outcomes:
-        if outcome.outcome != OK and outcome.batch_replay:
+        if is_finding(outcome.outcome) and outcome.batch_replay:
             rerun_alone(outcome, settings.mpiexec, settings.case_deadline_s)
             stream.write(f"{outcome.case.case_id}: {outcome.outcome} in its batch, run again alone: "
                          f"{outcome.alone}\n")
@@ -149,7 +150,7 @@ def write_tables(outcomes: list[Outcome], out: Path) -> None:
     findings = CsvLog(str(out / "findings.csv"), FINDING_COLUMNS)
     for o in outcomes:
         sweep.write(o.row())
-        if o.outcome != OK:
+        if is_finding(o.outcome):
             findings.write({"case": o.case.case_id, "outcome": o.outcome,
                             "first_violation": o.first_violation,
                             "exit_status": "" if o.job.hung else o.job.returncode, "alone": o.alone,
@@ -197,27 +198,6 @@ def minimise_case(outcome: Outcome, settings: SweepSettings, stream) -> None:
 
 
 # ---------------------------------------------------------------------------- summary
-def tally(outcomes: list[Outcome]) -> dict:
-    """Outcome counts, scheduled events by kind, and faults.csv rows by kind."""
-    counts = {k: sum(o.outcome == k for o in outcomes) for k in (OK, VIOLATION, CRASH, HANG, NO_VERDICT)}
-    planned = {"kill": 0, "delay": 0, "partition": 0}
-    injected: dict[str, int] = {}
-    for o in outcomes:
-        for event in o.case.schedule.events:
-            planned[event.kind] = planned.get(event.kind, 0) + 1
-        for kind, n in o.faults_injected.items():
-            injected[kind] = injected.get(kind, 0) + n
-    spread = {name: _count(getattr(o.case, name) for o in outcomes) for name in ("workers", "strategy", "recovery")}
-    return {"outcomes": counts, "scheduled": planned, "injected": dict(sorted(injected.items())), "cases_by": spread}
-
-
-def _count(values) -> dict:
-    counts: dict = {}
-    for v in values:
-        counts[v] = counts.get(v, 0) + 1
-    return dict(sorted(counts.items()))
-
-
 def write_sweep_json(out: Path, plan: SweepPlan, settings: SweepSettings, outcomes: list[Outcome],
                      wall_s: float) -> None:
     """What the sweep was and how it went, beside sweep.csv."""
@@ -238,27 +218,6 @@ def write_sweep_json(out: Path, plan: SweepPlan, settings: SweepSettings, outcom
             **tally(outcomes), "cores": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "packages": package_versions()}
     (out / "sweep.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
-
-
-def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
-    t = tally(outcomes)
-    counts, planned, injected = t["outcomes"], t["scheduled"], t["injected"]
-    rate = len(outcomes) / (wall_s / 60) if wall_s > 0 else 0.0
-    lines = [f"{len(outcomes)} cases in {wall_s:.0f} s ({rate:.1f} cases/min): "
-             f"{counts[OK]} ok, {counts[VIOLATION]} violating, {counts[CRASH]} crashed, {counts[HANG]} hung, "
-             f"{counts[NO_VERDICT]} without a verdict",
-             f"scheduled: {planned['kill']} kills, {planned['partition']} partitions, "
-             f"{planned['delay']} stragglers; faults.csv rows: "
-             + (", ".join(f"{n} {k}" for k, n in sorted(injected.items())) or "none")]
-    for o in outcomes:
-        if o.outcome != OK:
-            gist = (f"\n    stderr: {stderr_gist(o.job.stderr_tail)}" if o.outcome in (CRASH, HANG, NO_VERDICT)
-                    else "")
-            lines.append(f"  {o.outcome}: {o.case.case_id} {o.first_violation}{gist}"
-                         + (f"\n    {o.alone}" if o.alone else "") + f"\n    replay: {o.replay}"
-                         + (f"\n    batch replay: {o.batch_replay}" if o.alone.startswith(BATCH_ONLY) else "")
-                         + (f"\n    minimal: {o.minimal}" if o.minimal else ""))
-    return "\n".join(lines)
 
 
 def sweep_command(seeds: int, workers: str, strategies: str | None, steps: int, jobs: int, out: str,
@@ -303,7 +262,7 @@ def sweep_command(seeds: int, workers: str, strategies: str | None, steps: int, 
     write_sweep_json(settings.out, plan, settings, outcomes, wall_s)
     click.echo(summary_text(outcomes, wall_s))
     click.echo(f"sweep.csv, findings.csv and sweep.json in {out}")
-    return 0 if all(o.outcome == OK for o in outcomes) else 1
+    return sweep_status(outcomes)
 
 
 __all__ = ["SweepPlan", "SweepSettings", "run_sweep", "sweep_command"]

@@ -93,18 +93,30 @@ def affinity() -> frozenset[int]:
         return frozenset(range(os.cpu_count() or 1))
 
 
+def _masks_by_host(world: MPI.Comm) -> dict[str, list[frozenset[int]]]:
+    """Collective: every rank's affinity mask, grouped by host in the order hosts are first seen."""
+    hosts: dict[str, list[frozenset[int]]] = {}
+    for host, cpus in world.allgather((this_host(), sorted(affinity()))):
+        hosts.setdefault(host, []).append(frozenset(cpus))
+    return hosts
+
+
 def host_cores(world: MPI.Comm) -> list[HostCores]:
     """Every host of the job with its ranks and the CPUs they may use (collective)."""
-    seen = world.allgather((this_host(), sorted(affinity())))
-    hosts: dict[str, list[frozenset[int]]] = {}
-    for host, cpus in seen:
-        hosts.setdefault(host, []).append(frozenset(cpus))
+    hosts = _masks_by_host(world)
     found = []
     for host, masks in hosts.items():
         union = frozenset().union(*masks)
         found.append(HostCores(host, len(masks), len(union), tuple(len(m) for m in masks),
                                sum(len(m) for m in masks) > len(union)))
     return found
+
+
+def cpus_of_first_host(world: MPI.Comm) -> frozenset[int] | None:
+    """Collective: the CPUs the ranks on rank 0's host may use together (None where this
+    platform cannot set a process's CPUs, so there is nothing to hand a nested launch)."""
+    masks = next(iter(_masks_by_host(world).values()))
+    return frozenset().union(*masks) if hasattr(os, "sched_setaffinity") else None
 
 
 def busiest(hosts: list[HostCores]) -> HostCores:

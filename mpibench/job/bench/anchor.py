@@ -3,7 +3,7 @@
 ``bench --anchor PATH`` names a binary the user built against the same MPI
 (the project ships and builds neither). In every round, at every size, rank 0
 launches it as a separate job of the same size through the suite's launcher
-(``MPIBENCH_MPIEXEC``, else ``mpirun``) with the round's call count, while
+(``base/config.launcher_argv``: ``MPIBENCH_MPIEXEC``, else this Python's ``mpirun``) with the round's call count, while
 every benchmark rank sleeps (an ``Ibarrier`` polled with sleeps, so the cores
 are the anchor's); the tool's own table gives the row. The kind is told by the
 file name: ``IMB`` in it means IMB-MPI1 (``Allreduce``, lengths from a file,
@@ -25,7 +25,8 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from mpibench.base.config import launcher
+from mpibench.base.config import launcher_argv
+from mpibench.job.hostload import cpus_of_first_host
 from mpibench.job.timing import idle_until_released
 
 from .rounds import RoundTimes
@@ -93,32 +94,6 @@ def parse_table(kind: str, text: str) -> dict[int, RoundTimes]:
     return rows
 
 
-def host_cores(mpi: MPI.Comm) -> set[int] | None:
-    """Collective: the cores that the ranks on rank 0's host may use, together (None off Linux).
-
-    A nested launch inherits its parent's mask, one core when the launcher bound
-    the ranks; the anchor gets every core the benchmark's ranks had."""
-    from mpibench.base.runinfo import this_host
-
-    mine = (this_host(), sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None)
-    everyone = mpi.allgather(mine)
-    if mine[1] is None:
-        return None
-    return {c for host, cores in everyone if host == everyone[0][0] and cores for c in cores}
-
-
-def launcher_argv() -> list[str]:
-    """The suite's launcher; a bare name not on the PATH is looked up beside this Python."""
-    import shutil
-    import sys
-
-    argv = shlex.split(launcher())
-    beside = Path(sys.executable).parent / argv[0]
-    if os.sep not in argv[0] and shutil.which(argv[0]) is None and beside.exists():
-        argv[0] = str(beside)
-    return argv
-
-
 def run_once(path: str, n_bytes: int, ranks: int, calls: int, warmup: int,
              cores: set[int] | None = None) -> RoundTimes:
     """Launch the tool once for one size (on the calling process) and read its figure."""
@@ -153,7 +128,7 @@ class AnchorRun:
     def round_times(self, mpi: MPI.Comm, calls: int) -> tuple[RoundTimes, None]:
         """Collective: rank 0 launches the tool while every rank sleeps; all get its figures."""
         answer: RoundTimes | str = ""
-        cores = host_cores(mpi)
+        cores = cpus_of_first_host(mpi)  # a nested launch inherits rank 0's mask: one core when bound
         if mpi.Get_rank() == 0:
             try:
                 answer = run_once(self.path, self.n_bytes, mpi.Get_size(), calls, self.warmup, cores)
