@@ -135,8 +135,14 @@ def _revoke_works(world: MPI.Comm, family: str) -> bool:
         works = True
     except (NotImplementedError, MPI.Exception):  # mpi4py raises the former when the MPI lacks it
         works = False
-    trial.Free()
+    # The revoked copy is kept, not freed: the revoke's notices travel on its context id,
+    # and a notice that arrived after a Free could land on a later communicator given the
+    # same id.
+    _REVOKED_TRIALS.append(trial)
     return bool(world.allreduce(int(works), op=MPI.MIN))
+
+
+_REVOKED_TRIALS: list = []
 
 
 def _spawn_probe(world: MPI.Comm, caps: Capabilities, needed: bool) -> str:
