@@ -18,6 +18,7 @@ import time
 # The exit agreement and MPI_Finalize take well under a second when every peer is there.
 EXIT_GRACE_S = float(os.environ.get("MPIBENCH_EXIT_GRACE_S", "60"))
 LAST_RESORT_S = 30.0
+STUCK_STAGGER_S = 1.0
 
 
 def bound_exit(code: int, grace_s: float = EXIT_GRACE_S, last_resort_s: float = LAST_RESORT_S) -> None:
@@ -39,7 +40,9 @@ def stuck_exit(exc: BaseException, rank: int) -> None:
     one line for the job (the first rank to see it aborts the others), then exit 1."""
     from mpi4py import MPI
 
-    time.sleep(0.2 * min(rank, 10))  # the lowest rank that saw it speaks; its abort ends the rest
+    # The lowest rank that saw it speaks; its abort ends the rest before their turn comes.
+    # 0.2 s per rank was too short under load: a second rank spoke before the abort reached it.
+    time.sleep(STUCK_STAGGER_S * min(rank, 10))
     sys.stderr.write(f"stuck: rank {rank}: {exc}; the run cannot go on (a larger --deadline-s "
                      f"gives slow peers more time)\n")
     sys.stderr.flush()

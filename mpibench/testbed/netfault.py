@@ -17,6 +17,7 @@ apart from the emulated partitions of ``faults.csv``.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import threading
 import time
@@ -146,11 +147,14 @@ class CutDriver(threading.Thread):
 
 def committed_steps(out: Path) -> list[int]:
     """Steps in ``out/steps.csv`` so far (rows are flushed as they are committed)."""
+    # Read once, then parse: a DictReader over the growing file could read an empty header
+    # and then a row written meanwhile (zip over no field names: a TypeError in CI).
     try:
-        with open(Path(out) / "steps.csv", newline="") as fh:
-            return [int(row["step"]) for row in csv.DictReader(fh) if row.get("step", "").isdigit()]
-    except (OSError, ValueError, KeyError):
+        text = (Path(out) / "steps.csv").read_text()
+    except OSError:
         return []
+    return [int(row["step"]) for row in csv.DictReader(io.StringIO(text))
+            if (row.get("step") or "").isdigit()]
 
 
 def write_netfaults(out: Path, scenario: str, strategy: str, partition: NetPartition,
