@@ -167,20 +167,32 @@ def test_main_job_with_srun_pmix(submit):
 MPICH_VENV = Path(__file__).resolve().parents[1] / ".venv-mpich"
 
 
+def mpich_env(launch: str) -> dict:
+    if not (MPICH_VENV / "bin" / "python").exists():
+        pytest.skip("no .venv-mpich: make venv MPI=mpich")
+    return {"MPIBENCH_VENV": str(MPICH_VENV), "MPIBENCH_LAUNCH": "srun" if launch == "srun-pmi2" else "mpirun",
+            "MPIBENCH_SRUN_MPI": "pmi2"}
+
+
 @pytest.mark.slurm
 @pytest.mark.parametrize("launch", ["srun-pmi2", "hydra"])
 def test_mpich_run_under_slurm(submit, launch):
     """An MPICH-family MPI (the PyPI wheel, make venv MPI=mpich): srun --mpi=pmi2 and its
-    own mpiexec inside the allocation; a fault-free run passes, a kill is left out (4)."""
-    if not (MPICH_VENV / "bin" / "python").exists():
-        pytest.skip("no .venv-mpich: make venv MPI=mpich")
-    env = {"MPIBENCH_VENV": str(MPICH_VENV), "MPIBENCH_LAUNCH": "srun" if launch == "srun-pmi2" else "mpirun",
-           "MPIBENCH_SRUN_MPI": "pmi2"}
-    job = submit("mpibench.sbatch", "run", "--strategy", "ring", *SMALL, tasks=4, env=env)
+    own mpiexec inside the allocation; a fault-free run passes."""
+    job = submit("mpibench.sbatch", "run", "--strategy", "ring", *SMALL, tasks=4, env=mpich_env(launch))
     assert job.returncode == 0, job.text
     check_run_folder(submit.results / f"mpibench-{job.job_id}", 4, ulfm=False)
+
+
+# Under srun --mpi=pmi2 this job hung after its start in 2 of 3 full test runs on the 2-core
+# machine, never alone (FINDINGS: mpich-srun-pmi2-kill-job-hang, cause not found): it runs
+# in make test-slow until that is understood; under MPICH's own mpiexec it runs in make test.
+@pytest.mark.slurm
+@pytest.mark.parametrize("launch", [pytest.param("srun-pmi2", marks=pytest.mark.slow), "hydra"])
+def test_mpich_kill_is_left_out_under_slurm(submit, launch):
+    """A kill under an MPI without process-fault tolerance is left out (4), never a pass."""
     killed = submit("mpibench.sbatch", "run", "--strategy", "ring", "--scenario", "kill-before-compute", *SMALL,
-                    tasks=4, env=env)
+                    tasks=4, env=mpich_env(launch))
     # The job exits 4 (its one case left out); the script's status is then the checker's
     # answer for a folder in which nothing ran, never a pass.
     assert killed.returncode in (3, 4), killed.text
