@@ -8,6 +8,7 @@ import click
 from mpibench.base.config import UsageError
 
 from . import driver_commands, job_commands, offline_commands
+from .parse_only import parse_arguments_only, parse_only_requested
 from .options import config_from, engine_options, out_request, run_options
 from .selflaunch import DEFAULT_RANKS, launch_main_job, under_launcher
 from .usage import fail_usage, guarded, launched_size
@@ -29,6 +30,11 @@ class Cli(click.Group):
             fail_usage(str(exc))
         except click.ClickException as exc:
             fail_usage(exc.format_message())
+
+    def invoke(self, ctx):
+        if parse_only_requested():
+            parse_arguments_only(self, ctx)
+        return super().invoke(ctx)
 
 
 @click.group(cls=Cli, invoke_without_command=True,
