@@ -1,5 +1,6 @@
 # make run   - create .venv if missing, install, run the main job on 8 ranks
 # make test  - same venv, run the test suite
+# make docs  - the manual (docs/, mkdocs.yml) built into site/, any warning an error
 #
 # MPI=embedded (default) installs Open MPI 5 from PyPI; MPI=mpich installs the MPICH
 # wheel from PyPI into .venv-mpich (its own environment: mpi4py loads the MPI it finds);
@@ -28,7 +29,7 @@ PY := $(BIN)/python
 STAMP := $(VENV)/.installed-$(MPI)
 
 ifeq ($(MPI),embedded)
-EXTRAS := test,embedded-mpi
+EXTRAS := test,docs,embedded-mpi
 MPIRUN := $(BIN)/mpirun
 # Oversubscribe: 8 ranks on a laptop with fewer cores; ULFM: the kill scenarios.
 # state_base_recoverable: a respawned replacement that a later scenario kills is a
@@ -37,11 +38,11 @@ MPIRUN_FLAGS ?= --oversubscribe --with-ft ulfm --prtemca state_base_recoverable 
 else ifeq ($(MPI),mpich)
 # MPICH's hydra starts more ranks than cores as is; this MPI has no process-fault
 # tolerance here, so the job leaves the kill and cut cases out and exits 4 (partial).
-EXTRAS := test,mpich-mpi
+EXTRAS := test,docs,mpich-mpi
 MPIRUN := $(BIN)/mpiexec
 MPIRUN_FLAGS ?=
 else
-EXTRAS := test
+EXTRAS := test,docs
 MPIRUN ?= mpirun
 MPIRUN_FLAGS ?=
 endif
@@ -54,7 +55,7 @@ endif
 export OMPI_MCA_mpi_yield_when_idle ?= 1
 export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
 
-.PHONY: run test test-slow bench sweep soak venv clean system-deps
+.PHONY: run test test-slow bench sweep soak venv clean system-deps docs
 
 # Debian packages the full test suite needs: headless Chromium for the report's
 # browser test; munge + Slurm daemons for the job-script tests; iproute2, nftables and
@@ -102,6 +103,12 @@ test: $(STAMP)
 	-@$(MAKE) --no-print-directory venv MPI=mpich
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The manual, with the CLI reference generated from the click commands (mkdocs-click) and
+# the measured figures read from docs/measured/*.csv. make test builds it too
+# (tests/test_docs_site.py), and runs every shell block of it (tests/test_doc_commands.py).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
 
@@ -127,4 +134,4 @@ soak: $(STAMP)
 		$(if $(OUT),--out $(OUT)/soak) $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) mpibench-out $(OUT) build *.egg-info
+	rm -rf $(VENV) mpibench-out $(OUT) build site *.egg-info

@@ -1,0 +1,86 @@
+"""Regenerate the manual's measured figures: docs/measured/*.csv (shown by docs/measured.md).
+
+    python benchmarks/docs_figures.py [--launches 3] [--ranks 2]
+
+Each figure is measured here and now, in several launches of the same job (a launch's own
+state moves all of its rounds together, so the interval is over launches, not rounds), and
+written with the date, the number of launches, the host's load and whether the ranks
+outnumbered the cores. Nothing in the manual's prose repeats these numbers.
+
+vs-blocking.csv: `bench` at p = --ranks, per strategy and size, the median over launches of
+each launch's `vs_blocking` (blocking MPI_Allreduce time / the strategy's time, in the same
+rounds; > 1 is faster than the blocking call) and its lowest and highest launch.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "measured"
+VENV_BIN = Path(sys.executable).parent
+MPIRUN_FLAGS = ["--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1"]
+
+
+def bench_launch(out: Path, ranks: int, sizes: str, strategies: str) -> pd.DataFrame:
+    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1")
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    command = [str(VENV_BIN / "mpirun"), *MPIRUN_FLAGS, "-n", str(ranks), sys.executable, "-m", "mpibench",
+               "bench", "--sizes", sizes, "--strategies", strategies, "--rounds", "5", "--no-model",
+               "--c-baseline", "off", "--out", str(out)]
+    subprocess.run(command, env=env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   timeout=900)
+    frame = pd.read_csv(out / "bench.csv")
+    return frame[frame["tag"] == "measured"]
+
+
+def vs_blocking(launches: int, ranks: int, sizes: str, strategies: str) -> pd.DataFrame:
+    frames, loads = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for k in range(launches):
+            loads.append(os.getloadavg()[0])
+            frame = bench_launch(Path(scratch) / f"launch-{k}", ranks, sizes, strategies)
+            frames.append(frame.assign(launch=k))
+    rows = pd.concat(frames)
+    rows = rows[rows["strategy"] != "blocking"]
+    table = rows.groupby(["strategy", "bytes"], sort=False).agg(
+        vs_blocking_median=("vs_blocking", "median"), vs_blocking_lowest=("vs_blocking", "min"),
+        vs_blocking_highest=("vs_blocking", "max"), time_max_us_median=("time_max_s", "median"),
+        launches=("launch", "nunique")).reset_index()
+    table["time_max_us_median"] = (table["time_max_us_median"] * 1e6).round(1)
+    for column in ("vs_blocking_median", "vs_blocking_lowest", "vs_blocking_highest"):
+        table[column] = table[column].round(2)
+    table.insert(0, "ranks", ranks)
+    table["host_cores"] = os.cpu_count() or 1
+    table["oversubscribed"] = ranks > table["host_cores"]
+    # the other processes' load: a figure taken while it exceeds the cores is no result either
+    table["loaded"] = max(loads) > table["host_cores"]
+    table["load_1m_range"] = f"{min(loads):.1f}-{max(loads):.1f}"
+    table["date_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return table
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=3, help="launches of each job [default: 3]")
+    parser.add_argument("--ranks", type=int, default=2, help="ranks of the bench job [default: 2]")
+    parser.add_argument("--sizes", default="4K,64K,1M,16M", help="bench sizes [default: 4K,64K,1M,16M]")
+    parser.add_argument("--strategies", default="native,ring,rabenseifner,auto",
+                        help="bench strategies [default: native,ring,rabenseifner,auto]")
+    args = parser.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    table = vs_blocking(args.launches, args.ranks, args.sizes, args.strategies)
+    table.to_csv(OUT / "vs-blocking.csv", index=False)
+    print(f"wrote {OUT / 'vs-blocking.csv'} ({len(table)} rows, {args.launches} launches)")
+
+
+if __name__ == "__main__":
+    main()
