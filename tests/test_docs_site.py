@@ -46,3 +46,30 @@ def test_measured_figures_come_from_result_files():
     for page in (ROOT / "docs").rglob("*.md"):
         for name in re.findall(r"read_csv\('([^']+)'\)", page.read_text()):
             assert (ROOT / name).is_file(), (page.name, name)
+
+
+PLACEHOLDER = re.compile(r"\.\.\.|\b(?:[A-Z]|DIR|HOST|FILE|LINE|CASE|DETAIL|COMMAND|nan|\d+(?:\.\d+)?)\b")
+# click, make and Open MPI print these, or they are words of the page, not one message
+EXTERNAL = ("make:", "mpirun", "No such option", "verdict: unknown", "NOT JUDGED YET", "CrossingError")
+
+
+def source_text() -> str:
+    """The package's source and the Makefile, with string literals continued on the next line joined up."""
+    text = "\n".join(path.read_text() for folder in ("mpibench", "kernels", "faults", "results")
+                     for path in (ROOT / folder).rglob("*.py")) + (ROOT / "Makefile").read_text()
+    return re.sub(r"\"\s*\n\s*f?\"", "", text)
+
+
+def test_troubleshooting_quotes_the_messages_the_code_prints():
+    """Each message the page explains (a definition term) is still printed by the code:
+    every stretch of it between placeholders occurs in the source."""
+    lines, source = (ROOT / "docs" / "troubleshooting.md").read_text().splitlines(), source_text()
+    terms = [line for line, after in zip(lines, lines[1:]) if after.startswith(": ")]
+    assert len(terms) >= 10
+    for term in terms:
+        for quoted in re.findall(r"`([^`]+)`", term):
+            if quoted.startswith(EXTERNAL):
+                continue
+            for stretch in PLACEHOLDER.split(quoted.removeprefix("mpibench: error: ")):
+                stretch = stretch.strip(" ()'.;,#")
+                assert len(stretch) < 8 or stretch in source, (term, stretch)
