@@ -2,7 +2,7 @@
 
 The builder is test code of its own: it walks the shards with the production
 data module, trains with the production model in float32 and writes the
-history format of README ("Outputs") record by record. Faults are simulated
+history format of docs/outputs.md ("The history") record by record. Faults are simulated
 the simple way (a kill before computing, partitions with a stalled minority
 that resyncs when healed, late workers dropped). ``tamper`` edits the
 records before they are written, which is how each unit test plants one

@@ -1,6 +1,6 @@
 """CSV record files written row by row, so a run that dies keeps what it wrote.
 
-Column lists here are the output contract (see README, "Outputs"). Columns
+Column lists here are the output contract (see docs/outputs.md). Columns
 whose name ends in ``_s`` hold wall-clock seconds; every other column is a
 pure function of the run's seed and configuration.
 """
@@ -32,7 +32,7 @@ TRANSFER_COLUMNS = ["scenario", "strategy", "step", "worker", "policy", "h2d", "
 SWEEP_COLUMNS = ["case", "seed", "workers", "strategy", "recovery", "faults", "steps", "checks",
                  "violations", "first_violation", "replay"]
 
-# bench.csv's columns after the first eleven, which keep their order (see README, "Benchmarks")
+# bench.csv's columns after the first eleven, which keep their order (see docs/benchmarks.md)
 BENCH_COLUMNS = BENCH_COLUMNS + ["label", "count", "dtype", "op", "in_place", "warmup", "rounds",
                                  "round_p90_s", "round_cv_pct", "vs_blocking", "model_ratio", "note"]
 

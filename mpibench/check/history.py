@@ -1,6 +1,6 @@
 """Reading a case's history: ``case.json`` and every worker's JSON-lines file.
 
-Only the format (README, "Outputs") is shared with the writer, never code.
+Only the format (docs/outputs.md, "The history") is shared with the writer, never code.
 A file whose last line is cut in half (its process was killed while writing)
 keeps every complete line; anything else that cannot be read makes the case
 impossible to judge (:class:`CannotJudge`), never a pass.

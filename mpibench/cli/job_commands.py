@@ -129,7 +129,7 @@ def replacement():
               show_default=True, help="where the buffers live and are reduced (emulated: see run --help)")
 @click.option("--anchor", default=None, metavar="PATH",
               help="an IMB-MPI1 or osu_allreduce binary you built against the same MPI: launched as its "
-                   "own job in every round and shown as the row 'anchor' (see README, Benchmarks)")
+                   "own job in every round and shown as the row 'anchor' (see docs/benchmarks.md)")
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
           bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, **kw):

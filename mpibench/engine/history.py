@@ -1,7 +1,7 @@
 """The history a worker leaves behind: one JSON line per attempt, decision and resync.
 
 Every worker process appends what it did to its own file under
-``DIR/history/CASE_ID/`` (the format is documented in README, "Outputs"; what
+``DIR/history/CASE_ID/`` (the format is documented in docs/outputs.md, "The history"; what
 each role's record must hold is ``mpibench/check/CONTRACT.md``): an
 ``attempt`` record (batch, cursors, parameter digests, what the reduction
 said) written and flushed *before* the commit agreement of that attempt, so
@@ -61,7 +61,7 @@ def count_value(count) -> int | float:
 
 @dataclass(frozen=True)
 class AttemptRecord:
-    """One attempt of one step on one worker (see README for each field)."""
+    """One attempt of one step on one worker (see docs/outputs.md for each field)."""
 
     step: int
     attempt: int

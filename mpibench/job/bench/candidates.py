@@ -8,7 +8,7 @@ timed calls: the result of the batch's last call is checked after it. A check
 between calls (reading the expected sum and its tolerance, three buffers of the
 message's size) evicted the caches that IMB and OSU leave warm and, while it
 allocated temporaries, made MPI's own scratch buffer page-fault inside the
-timed call: 2.7x at 1 MiB (README, "Benchmarks"). The rows differ only in
+timed call: 2.7x at 1 MiB (docs/benchmarks.md). The rows differ only in
 what the call is:
 
 * ``blocking``: mpi4py's plain ``Comm.Allreduce`` on the benchmark's

@@ -42,7 +42,7 @@ class Expected:
 
         In place into scratch allocated once: temporaries of the buffer's size, freed
         between timed calls, made glibc hand memory back to the system, so MPI's own
-        temporary buffer page-faulted inside the next timed call (README, "Benchmarks")."""
+        temporary buffer page-faulted inside the next timed call (docs/benchmarks.md)."""
         np.subtract(result, self.sum, out=self._diff)
         np.abs(self._diff, out=self._diff)
         np.greater(self._diff, self.tolerance, out=self._off)

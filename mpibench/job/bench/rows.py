@@ -1,4 +1,4 @@
-"""``bench.csv`` rows, progress lines and the summary line (see README, "bench.csv").
+"""``bench.csv`` rows, progress lines and the summary line (see docs/outputs.md, "The files").
 
 Bandwidth as nccl-tests reports it, in GB/s (10^9 bytes per second):
 ``algbw = bytes / time_max_s`` and ``busbw = algbw * 2(p-1)/p``. On one rank
