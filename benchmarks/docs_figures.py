@@ -10,6 +10,11 @@ outnumbered the cores. Nothing in the manual's prose repeats these numbers.
 vs-blocking.csv: `bench` at p = --ranks, per strategy and size, the median over launches of
 each launch's `vs_blocking` (blocking MPI_Allreduce time / the strategy's time, in the same
 rounds; > 1 is faster than the blocking call) and its lowest and highest launch.
+
+history-cost.csv: what the history and the online check cost a training run
+(benchmarks/check_overhead.py's measurement: `run` jobs alternately with the history on and
+off, each timed inside the job), per pair of launches the loop without history over the loop
+with it, and over the loop plus the online check; the median, lowest and highest pair.
 """
 from __future__ import annotations
 
@@ -68,6 +73,35 @@ def vs_blocking(launches: int, ranks: int, sizes: str, strategies: str) -> pd.Da
     return table
 
 
+def history_cost(pairs: int, ranks: int, strategy: str = "native", min_loop_s: float = 2.0) -> pd.DataFrame:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from check_overhead import timed_run
+
+    steps, loads = 1500, [os.getloadavg()[0]]
+    while timed_run(ranks, steps, strategy, False)["loop_s"] < min_loop_s:
+        steps *= 2  # a loop shorter than the floor measures start-up, not steps
+    in_loop, with_checks = [], []
+    for _ in range(pairs):
+        on, off = timed_run(ranks, steps, strategy, True), timed_run(ranks, steps, strategy, False)
+        loads.append(os.getloadavg()[0])
+        in_loop.append(on["loop_s"] / off["loop_s"] * off["steps"] / on["steps"])
+        with_checks.append((on["loop_s"] + on["check_s"]) / off["loop_s"] * off["steps"] / on["steps"])
+    rows = []
+    for what, ratios in (("history, in the loop", in_loop), ("history and online check", with_checks)):
+        series = pd.Series(ratios)
+        rows.append({"ranks": ranks, "strategy": strategy, "steps": steps, "cost": what,
+                     "times_slower_median": round(series.median(), 2),
+                     "times_slower_lowest": round(series.min(), 2),
+                     "times_slower_highest": round(series.max(), 2), "pairs": pairs})
+    table = pd.DataFrame(rows)
+    table["host_cores"] = os.cpu_count() or 1
+    table["oversubscribed"] = ranks > table["host_cores"]
+    table["loaded"] = max(loads) > table["host_cores"]
+    table["load_1m_range"] = f"{min(loads):.1f}-{max(loads):.1f}"
+    table["date_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return table
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=3, help="launches of each job [default: 3]")
@@ -75,11 +109,16 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", default="4K,64K,1M,16M", help="bench sizes [default: 4K,64K,1M,16M]")
     parser.add_argument("--strategies", default="native,ring,rabenseifner,auto",
                         help="bench strategies [default: native,ring,rabenseifner,auto]")
+    parser.add_argument("--figures", default="vs-blocking,history-cost",
+                        help="which files to write [default: vs-blocking,history-cost]")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    table = vs_blocking(args.launches, args.ranks, args.sizes, args.strategies)
-    table.to_csv(OUT / "vs-blocking.csv", index=False)
-    print(f"wrote {OUT / 'vs-blocking.csv'} ({len(table)} rows, {args.launches} launches)")
+    figures = {"vs-blocking": lambda: vs_blocking(args.launches, args.ranks, args.sizes, args.strategies),
+               "history-cost": lambda: history_cost(args.launches, args.ranks)}
+    for name in args.figures.split(","):
+        table = figures[name]()
+        table.to_csv(OUT / f"{name}.csv", index=False)
+        print(f"wrote {OUT / (name + '.csv')} ({len(table)} rows, {args.launches} launches or pairs)")
 
 
 if __name__ == "__main__":
