@@ -14,7 +14,8 @@ from mpibench.sync import STRATEGIES
 
 REQUIRED = {"unweighted", "numerator-only", "offset-blind", "bounds-only", "variance-within",
             "dead-leak", "stale-rejoin", "double-apply", "resume-epoch-start", "shard-swap", "drop-tail",
-            "no-reshuffle", "keep-aborted", "minority-commit", "skip-member"}
+            "no-reshuffle", "keep-aborted", "minority-commit", "skip-member",
+            "copy-lies", "late-copy-lies", "steps-csv-lies"}  # a lie in a copy of the claims, in steps.csv
 
 
 def test_every_required_mutant_is_tried_and_none_is_a_production_strategy():

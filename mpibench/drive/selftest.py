@@ -94,6 +94,7 @@ def fault_events():
         "minority-commit": (Partition(((0, 1), (2,)), 1, 3),),
         "stall-claims-batch": (Partition(((0, 1), (2,)), 1, 3),),
         "late-keeps-batch": (Delay(2, (1, 2), 0.6, "compute"),),
+        "late-copy-lies": (Delay(2, (1, 2), 0.6, "compute"),),
         "abort-advances": (Kill(2, 1, "after_apply"),),
     }
 
@@ -102,7 +103,7 @@ def fault_events():
 FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn"}
 # step3-lr plants its wrong update on a step the online check skips: the verdict of record must not.
 CHECK_EVERY = {"keep-aborted": 2, "step3-lr": 4}
-OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15")}
+OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15"), "late-copy-lies": ("--straggler-deadline", "0.15")}
 
 
 def trials() -> list[Trial]:
