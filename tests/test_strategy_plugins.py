@@ -1,10 +1,14 @@
 """Third-party strategies: installed from tests/plugins/ and checked like the built-in ones.
 
-The two example packages are pip-installed (with their entry points) into a
+The example packages are pip-installed (with their entry points) into a
 temporary folder put on ``PYTHONPATH`` for every launched process:
 ``gather-bcast`` is honest and must pass ``run``, ``bench``, ``sweep`` and
 ``selftest --strategy``; ``unweighted-example`` averages the workers' mean
-gradients and must be caught, naming the invariant and the step.
+gradients and must be caught, naming the invariant and the step. Two are
+all-reduces written by others and adapted with the documented calls only
+(docs/strategy-api.md): ``mpi4py-tree`` (mpi4py's demo reductions) is correct;
+``tutorial-ring`` (PyTorch's distributed tutorial) adds in a different order on
+every rank, and ``replicas`` catches it at step 0.
 """
 from __future__ import annotations
 
@@ -25,14 +29,16 @@ pytestmark = pytest.mark.mpi
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """Both example plugins pip-installed into a fresh folder on PYTHONPATH."""
+    """The example plugins pip-installed into a fresh folder on PYTHONPATH."""
     work = tmp_path_factory.mktemp("plugins")
     target = work / "site"
     sources = []
-    for name in ("example_strategy", "unweighted_strategy"):
+    for name in ("example_strategy", "unweighted_strategy", "mpi4py_tree_strategy", "tutorial_ring_strategy"):
         shutil.copytree(PLUGINS / name, work / name)  # builds write next to the sources
         sources.append(str(work / name))
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+    # --no-build-isolation: the venv's own setuptools builds them (no download, seconds instead of a minute)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--target", str(target),
                            *sources], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     before = os.environ.get("PYTHONPATH")
@@ -111,3 +117,84 @@ def test_run_names_the_unweighted_plugins_first_violation(installed, tmp_path):
     assert "equivalence" in set(failed.invariant)
     first = int(failed.step.astype(int).min())
     assert f"step {first}" in job.text and "equivalence" in job.text
+
+
+def first_violation(out):
+    import json
+
+    return json.loads((out / "verdict.json").read_text())["first_violation"]
+
+
+@pytest.mark.parametrize("workers,scenario", [(3, "kill-mid-reduction"), (4, "partition-heal"), (5, "none")])
+def test_the_mpi4py_tree_plugin_holds_every_invariant(installed, tmp_path, workers, scenario):
+    job = run_mpi(workers, ["run", "--strategy", "mpi4py-tree", "--scenario", scenario, "--steps", "5",
+                            "--samples", "100", "--batch-size", "16"], out=tmp_path, timeout=150)
+    assert job.returncode == 0, job.text[-3000:]
+    assert "verdict: pass" in job.stdout and first_violation(tmp_path) is None
+
+
+def test_the_tutorial_ring_plugin_is_caught_by_replicas_at_step_0(installed, tmp_path):
+    job = run_mpi(3, ["run", "--strategy", "tutorial-ring", "--steps", "4", "--samples", "100",
+                      "--batch-size", "16"], out=tmp_path, timeout=150)
+    assert job.returncode == 1, job.text[-3000:]
+    first = first_violation(tmp_path)
+    assert (first["step"], first["invariant"]) == (0, "replicas"), first
+    assert "parameters differ after the commit" in first["detail"]
+
+
+NONE_PLUGIN = """
+from mpibench.sync.base import Reduction, SyncStrategy
+
+
+class NoneReduce(SyncStrategy):
+    name = "none-reduce"
+
+    def reduce(self, buf):
+        self.comm.allreduce(buf.copy(), buf)  # the sum is right; the return value is missing
+
+
+class NoneSynchronize(SyncStrategy):
+    name = "none-synchronize"
+
+    def reduce(self, buf):
+        self.comm.allreduce(buf.copy(), buf)
+        return Reduction(self.comm.worker_ids, [(0, len(buf))], len(buf))
+
+    def synchronize(self, params, grad_sum, count, lr):
+        super().synchronize(params, grad_sum, count, lr)  # the update is applied; nothing returned
+"""
+
+
+@pytest.mark.parametrize("engine", ["mpi", "sim"])
+@pytest.mark.parametrize("cls,call", [("NoneReduce", "reduce()"), ("NoneSynchronize", "synchronize()")])
+def test_a_strategy_returning_none_ends_the_run_with_one_line_naming_it(tmp_path, engine, cls, call):
+    (tmp_path / "returns_none.py").write_text(NONE_PLUGIN)
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), before]))
+    try:
+        args = ["run", "--strategy", f"returns_none:{cls}", "--steps", "3"]
+        if engine == "sim":
+            job = run_cli(args + ["--engine", "sim", "--ranks", "3", "--out", str(tmp_path / "out")], timeout=120)
+        else:
+            job = run_mpi(3, args, out=tmp_path / "out", timeout=120)
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
+    assert job.returncode == 2, job.text[-3000:]
+    lines = [line for line in job.stderr.splitlines() if "mpibench: error:" in line]
+    assert len(lines) == 1 and "Traceback" not in job.text, job.text[-3000:]
+    assert f"strategy 'none-{cls[4:].lower()}' (returns_none:{cls}): {call} returned None" in lines[0], lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["mpi4py-tree", "tutorial-ring"])
+def test_selftest_of_the_third_party_plugins(installed, tmp_path, strategy):
+    job = run_cli(["selftest", "--strategy", strategy, "--out", str(tmp_path),
+                   "--mpiexec", " ".join(mpirun_command())], timeout=600)
+    if strategy == "mpi4py-tree":
+        assert job.returncode == 0, job.text[-3000:]
+    else:
+        assert job.returncode == 1, job.text[-3000:]
+        assert "replicas at step 0" in job.stdout, job.stdout
