@@ -95,9 +95,12 @@ def test_selftest_passes_the_honest_plugin(installed, tmp_path):
     assert job.returncode == 0, job.text[-3000:]
     from mpibench.drive.selftest import strategy_trials
 
-    runs = len(strategy_trials("gather-bcast"))  # no faults, then every fault the self-test uses
-    assert job.stdout.count("all invariants held") == runs, job.stdout
-    assert f"held every invariant in {runs} of {runs} runs" in job.stdout, job.stdout
+    runs = len(strategy_trials("gather-bcast"))  # no faults, then each distinct planted fault once
+    assert job.stdout.count("survived: every invariant held") == runs == 8, job.stdout
+    assert f"gather-bcast survived {runs} of {runs} planted faults" in job.stdout, job.stdout
+    assert "late-worker-dropped" in job.stdout, job.stdout
+    late = (tmp_path / "gather-bcast_late-worker-dropped" / "run" / "steps.csv").read_text()
+    assert "2:late" in late, late  # the drop path ran: worker 2 left out of steps 1 and 2 as late
 
 
 def test_selftest_catches_the_unweighted_plugin_naming_invariant_and_step(installed, tmp_path):
@@ -105,7 +108,8 @@ def test_selftest_catches_the_unweighted_plugin_naming_invariant_and_step(instal
                    "--mpiexec", " ".join(mpirun_command())], timeout=400)
     assert job.returncode == 1, job.text[-3000:]
     assert "BAD unweighted-example/no-faults" in job.stdout, job.stdout
-    assert "caught by equivalence at step" in job.stdout, job.stdout
+    assert "FAILED: equivalence at step" in job.stdout and "must not be" not in job.stdout, job.stdout
+    assert "      replay: " in job.stdout and "unweighted-example survived" in job.stdout, job.stdout
 
 
 def test_run_names_the_unweighted_plugins_first_violation(installed, tmp_path):
@@ -197,4 +201,5 @@ def test_selftest_of_the_third_party_plugins(installed, tmp_path, strategy):
         assert job.returncode == 0, job.text[-3000:]
     else:
         assert job.returncode == 1, job.text[-3000:]
-        assert "replicas at step 0" in job.stdout, job.stdout
+        assert "FAILED: replicas at step 0" in job.stdout, job.stdout
+        assert "tutorial-ring survived 0 of 8 planted faults" in job.stdout, job.stdout
