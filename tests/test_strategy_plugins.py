@@ -36,9 +36,7 @@ def installed(tmp_path_factory):
     for name in ("example_strategy", "unweighted_strategy", "mpi4py_tree_strategy", "tutorial_ring_strategy"):
         shutil.copytree(PLUGINS / name, work / name)  # builds write next to the sources
         sources.append(str(work / name))
-    # --no-build-isolation: the venv's own setuptools builds them (no download, seconds instead of a minute)
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                           "--target", str(target),
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                            *sources], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     before = os.environ.get("PYTHONPATH")
