@@ -145,7 +145,12 @@ class Builder:
         var = sum(r[2] for r in rows) / n_all - mean * mean if n_all else None
         red = {"contributing": sorted(group), "effective_batch": count, "mean": mean, "var": var,
                "before": before, "after": self.params, "group": sorted(group), "losses": own_losses}
+        why = {**{w: "dead" for w in range(self.sim.world) if w not in live},
+               **{w: "unreachable" for w in live if w not in side}, **{w: "late" for w in side if w not in group}}
         self.rows.append({"scenario": "synthetic", "strategy": "ring", "recovery": self.sim.recovery, "step": s,
+                          "epoch": min((batches[w][1].epoch for w in group), default=""),
+                          "epoch_ends": " ".join(str(w) for w in side if batches[w][2].epoch != batches[w][1].epoch),
+                          "excluded": " ".join(f"{w}:{r}" for w, r in sorted(why.items())),
                           "members": " ".join(map(str, sorted(live))), "contributing": " ".join(map(str, sorted(group))),
                           "effective_batch": count, "loss_mean": "" if mean is None else repr(float(mean)),
                           "loss_var": "" if var is None else repr(float(var)), "step_time_s": 0.001})
@@ -222,7 +227,7 @@ class Builder:
 
 # steps.csv's columns (DESIGN, "Outputs"; the builder fills the ones the checker reads)
 STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", "contributing", "excluded",
-                "effective_batch", "epoch_ends", "loss_mean", "loss_var", "step_time_s"]
+                "effective_batch", "epoch_ends", "loss_mean", "loss_var", "step_time_s", "algorithm"]
 
 
 def build(out: Path, sim: Sim | None = None, tamper=None, tamper_rows=None) -> Path:

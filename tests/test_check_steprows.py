@@ -58,6 +58,10 @@ def test_a_lie_in_any_record_is_caught(tmp_path, sim, worker, step, role, claims
     (1, {"loss_var": "0.0"}, "equivalence", "loss variance 0.0"),
     (4, {"loss_mean": ""}, "equivalence", "loss mean None"),
     (2, {"contributing": "0 1"}, "membership", "claims contributors [0 1]"),
+    (1, {"excluded": "2:late"}, "membership", "claims left out [2:late], the schedule leaves out []"),
+    (3, {"algorithm": "auto:rd"}, "membership", "claims algorithm 'auto:rd'"),
+    (2, {"epoch": "1"}, "data", "claims epoch 1, the contributors' walk stands at epoch 0"),
+    (2, {"epoch_ends": ""}, "data", "claims epoch ends of [], the walk ends those of"),
     (5, {"members": "0 1 2 3"}, "membership", "claims members [0 1 2 3]"),
     (0, {"effective_batch": "many"}, "membership", "unreadable"),
 ])
@@ -91,6 +95,16 @@ def test_a_missing_a_doubled_and_an_invented_row_are_caught(tmp_path):
         rows.insert(1, dict(rows[0], step=1))
     code, (at, name, detail) = first(tmp_path / "c", split, tamper_rows=invent)
     assert (code, at, name) == (1, 1, "membership") and "no worker committed it" in detail, detail
+
+
+@pytest.mark.parametrize("sim,step,claims,needle", [
+    (LATE, 1, {"excluded": ""}, "the schedule leaves out [2:late]"),
+    (CUT, 2, {"excluded": "3:unreachable"}, "the schedule leaves out [3:unreachable 4:unreachable]"),
+    (Sim(kills=[(1, 2)]), 4, {"excluded": "1:late"}, "the schedule leaves out [1:dead]"),
+])
+def test_who_steps_csv_says_was_left_out_is_the_schedules(tmp_path, sim, step, claims, needle):
+    code, (at, name, detail) = first(tmp_path, sim, tamper_rows=row_lie(step, claims))
+    assert (code, at, name) == (1, step, "membership") and needle in detail, detail
 
 
 def test_rows_of_other_cases_in_the_same_file_are_not_this_cases(tmp_path):

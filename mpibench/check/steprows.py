@@ -6,8 +6,9 @@ the outcome (each contributor, a dropped straggler, a stalled member that was to
 and in the step's row of ``steps.csv``, the file the page plots. Each copy is
 judged, by the invariant that owns the claim, against the checker's own model of
 the step (never against another copy): ``membership`` the rows' presence and who
-contributed, ``accounting`` the effective batch, ``equivalence`` the loss
-statistics. This module only reads: ``steps.csv`` with the standard library's csv
+contributed (and who was left out, and why), ``accounting`` the effective
+batch, ``equivalence`` the loss statistics, ``data`` the epoch and whose epoch
+ended. This module only reads: ``steps.csv`` with the standard library's csv
 reader (the columns are the output contract in DESIGN, "Outputs"), rows picked by
 the case's scenario, strategy and recovery.
 
@@ -34,6 +35,10 @@ class StepRow:
     effective_batch: float | None
     loss_mean: float | None
     loss_var: float | None
+    epoch: int | None = None
+    epoch_ends: tuple = ()
+    excluded: dict | None = None  # worker -> why it was left out (dead, unreachable, late)
+    algorithm: str = ""
     problem: str | None = None  # why a field could not be read
 
     def where(self) -> str:
@@ -48,16 +53,25 @@ def _number(text: str) -> float | None:
     return None if text.strip() == "" else float(text)
 
 
+def _excluded(text: str) -> dict:
+    pairs = [item.split(":", 1) for item in text.split()]
+    return {int(w): why for w, why in pairs}
+
+
 def _row(line: int, raw: dict) -> StepRow:
     try:
         step = int(raw["step"])
     except (TypeError, ValueError):
-        return StepRow(line, None, None, None, None, None, None, f"step {raw.get('step')!r} is not a whole number")
+        return StepRow(line, None, None, None, None, None, None,
+                       problem=f"step {raw.get('step')!r} is not a whole number")
     try:
+        epoch = raw.get("epoch") or ""
         return StepRow(line, step, _ids(raw["members"]), _ids(raw["contributing"]), _number(raw["effective_batch"]),
-                       _number(raw["loss_mean"]), _number(raw["loss_var"]))
+                       _number(raw["loss_mean"]), _number(raw["loss_var"]), int(epoch) if epoch.strip() else None,
+                       _ids(raw.get("epoch_ends") or ""), _excluded(raw.get("excluded") or ""),
+                       raw.get("algorithm") or "")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return StepRow(line, step, None, None, None, None, None, f"unreadable ({type(exc).__name__}: {exc})")
+        return StepRow(line, step, None, None, None, None, None, problem=f"unreadable ({type(exc).__name__}: {exc})")
 
 
 def rows(case) -> dict | None:
@@ -108,6 +122,33 @@ def presence_problem(case, view) -> str | None:
                 f"{_text(agreed.contributing or ())}")
     if row.members != tuple(sorted(agreed.members)):
         return f"{row.where()} claims members {_text(row.members)}, the commit's are {_text(agreed.members)}"
+    if row.algorithm != (agreed.algorithm or ""):
+        return f"{row.where()} claims algorithm {row.algorithm!r}, the contributors reduced with {agreed.algorithm!r}"
+    expected = left_out(case, view)
+    if row.excluded != expected:
+        return f"{row.where()} claims left out {_why(row.excluded)}, the schedule leaves out {_why(expected)}"
+    return None
+
+
+def left_out(case, view) -> dict:
+    """Who the schedule leaves out of a committed step, and why (the oracle's, not a record's)."""
+    exp = view.expect
+    out = {w: "dead" for w in range(case.plan.world_size) if w not in exp.live}
+    out.update({w: "unreachable" for w in exp.cut})
+    out.update({w: "late" for w in exp.late})
+    return out
+
+
+def walk_problem(case, view, epoch: int | None, ends: set) -> str | None:
+    """``data``: the row's epoch (the lowest contributor's, before the step) and the workers
+    whose epoch the step ended, as the checker's own walk has them."""
+    row = the_row(case, view)
+    if row is None:
+        return None
+    if row.epoch != epoch:
+        return f"{row.where()} claims epoch {row.epoch!r}, the contributors' walk stands at epoch {epoch!r}"
+    if set(row.epoch_ends) != ends:
+        return f"{row.where()} claims epoch ends of {_text(row.epoch_ends)}, the walk ends those of {_text(ends)}"
     return None
 
 
@@ -160,3 +201,7 @@ def moments_targets(case, view) -> list:
 
 def _text(ids) -> str:
     return "[" + " ".join(str(w) for w in sorted(ids)) + "]"
+
+
+def _why(excluded: dict) -> str:
+    return "[" + " ".join(f"{w}:{why}" for w, why in sorted(excluded.items())) + "]"
