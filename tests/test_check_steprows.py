@@ -53,7 +53,7 @@ def test_a_lie_in_any_record_is_caught(tmp_path, sim, worker, step, role, claims
 
 
 @pytest.mark.parametrize("step,claims,invariant,needle", [
-    (2, {"effective_batch": 40}, "accounting", "claims effective batch 40.0"),
+    (2, {"effective_batch": 40}, "accounting", "claims effective batch 40, the contributing batches hold"),
     (3, {"loss_mean": "0.5"}, "equivalence", "loss mean 0.5"),
     (1, {"loss_var": "0.0"}, "equivalence", "loss variance 0.0"),
     (4, {"loss_mean": ""}, "equivalence", "loss mean None"),

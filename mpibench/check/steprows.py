@@ -18,6 +18,7 @@ there; a row that cannot be read is a violation, since the page would show it.
 from __future__ import annotations
 
 import csv
+import math
 import os
 from dataclasses import dataclass
 
@@ -176,7 +177,7 @@ def count_problem(case, view, total: int) -> str | None:
             return f"{who(a)} claims effective batch {a.effective_batch!r}, the contributing batches hold {total}"
     row = the_row(case, view)
     if row is not None and not (row.effective_batch is not None and row.effective_batch == total):
-        return f"{row.where()} claims effective batch {row.effective_batch!r}, the contributing batches hold {total}"
+        return f"{row.where()} claims effective batch {_shown(row.effective_batch)}, the contributing batches hold {total}"
     return None
 
 
@@ -201,6 +202,11 @@ def moments_targets(case, view) -> list:
 
 def _text(ids) -> str:
     return "[" + " ".join(str(w) for w in sorted(ids)) + "]"
+
+
+def _shown(value) -> str:
+    """A number as the file has it: whole numbers without a decimal point."""
+    return str(int(value)) if value is not None and math.isfinite(value) and value == int(value) else repr(value)
 
 
 def _why(excluded: dict) -> str:
