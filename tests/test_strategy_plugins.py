@@ -33,7 +33,7 @@ def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("plugins")
     target = work / "site"
     sources = []
-    for name in ("example_strategy", "unweighted_strategy", "mpi4py_tree_strategy", "tutorial_ring_strategy"):
+    for name in ("example_strategy", "unweighted_strategy", "third_party_allreduce"):
         shutil.copytree(PLUGINS / name, work / name)  # builds write next to the sources
         sources.append(str(work / name))
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
@@ -54,6 +54,8 @@ def test_strategies_lists_the_installed_plugins(installed):
     lines = {line.split()[0]: line for line in job.stdout.splitlines()}
     assert "plugin mpibench-example-strategy" in lines["gather-bcast"]
     assert "plugin mpibench-unweighted-strategy" in lines["unweighted-example"]
+    assert "plugin mpibench-third-party-allreduce" in lines["mpi4py-tree"] and "mpi4py's demo" in lines["mpi4py-tree"]
+    assert "plugin mpibench-third-party-allreduce" in lines["tutorial-ring"]
     assert {"ring", "rd", "rabenseifner", "hier", "auto"} <= set(lines)
 
 
