@@ -44,6 +44,10 @@ REAL_MPI = {
     'float32-loss': 'caught by equivalence at step 0',
     'stale-loss': 'caught by equivalence at step 1',
     'stale-rejoin/respawn': 'caught by equivalence, replicas, contract at step 1',
+    # a lie in a copy of the step's claims (2026-12-02 06:35 UTC, the same launcher, load ~4)
+    'copy-lies': 'caught by accounting at step 2',
+    'late-copy-lies': 'caught by equivalence at step 1',
+    'steps-csv-lies': 'caught by accounting at step 2',
 }
 
 
