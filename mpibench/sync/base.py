@@ -25,7 +25,12 @@ from mpibench.base.config import UsageError
 
 @dataclass
 class Reduction:
-    """What one reduction did: who is in the sum, and the pieces it was built from."""
+    """What one reduction did: who is in the sum, and the pieces it was built from.
+
+    ``contributing``: the worker ids (``comm.worker_ids``, stable across a shrink; not ranks)
+    whose buffers are in the sum. ``pieces``: the ``(global offset, length)`` int pairs the
+    result was assembled from, which must cover ``total_length`` (the buffer's length) exactly.
+    ``algorithm``: optional, the algorithm a choosing strategy used for this buffer."""
 
     contributing: tuple[int, ...]  # worker ids
     pieces: list[tuple[int, int]] = field(default_factory=list)  # (global offset, length)
