@@ -129,7 +129,10 @@ def first_violation(out):
     return json.loads((out / "verdict.json").read_text())["first_violation"]
 
 
-@pytest.mark.parametrize("workers,scenario", [(3, "kill-mid-reduction"), (4, "partition-heal"), (5, "none")])
+@pytest.mark.parametrize("workers,scenario", [
+    (3, "kill-mid-reduction"),
+    pytest.param(4, "partition-heal", marks=pytest.mark.slow),  # selftest --strategy runs it too (slow)
+    pytest.param(5, "none", marks=pytest.mark.slow)])  # 5 ranks: the demo's extra message from rank 3 to 1
 def test_the_mpi4py_tree_plugin_holds_every_invariant(installed, tmp_path, workers, scenario):
     job = run_mpi(workers, ["run", "--strategy", "mpi4py-tree", "--scenario", scenario, "--steps", "5",
                             "--samples", "100", "--batch-size", "16"], out=tmp_path, timeout=150)
@@ -169,8 +172,9 @@ class NoneSynchronize(SyncStrategy):
 """
 
 
-@pytest.mark.parametrize("engine", ["mpi", "sim"])
-@pytest.mark.parametrize("cls,call", [("NoneReduce", "reduce()"), ("NoneSynchronize", "synchronize()")])
+@pytest.mark.parametrize("engine,cls,call", [
+    ("mpi", "NoneReduce", "reduce()"), ("sim", "NoneReduce", "reduce()"), ("sim", "NoneSynchronize", "synchronize()"),
+    pytest.param("mpi", "NoneSynchronize", "synchronize()", marks=pytest.mark.slow)])  # the same code as on sim
 def test_a_strategy_returning_none_ends_the_run_with_one_line_naming_it(tmp_path, engine, cls, call):
     (tmp_path / "returns_none.py").write_text(NONE_PLUGIN)
     before = os.environ.get("PYTHONPATH")
