@@ -2,9 +2,9 @@
 
 Source: Intracomm.reduce/allreduce in mpi4py's demo/reductions/reductions.py,
 https://github.com/mpi4py/mpi4py/blob/master/demo/reductions/reductions.py
-(BSD-3-Clause, Copyright (c) Lisandro Dalcin): a binomial tree reduces into rank 0
-(its mask loop kept as it is), which then broadcasts. Buffers instead of pickled
-objects; the sum is the only operation mpibench needs.
+(BSD-3-Clause, Copyright (c) 2025, Lisandro Dalcin; notice in ../NOTICE): a binomial
+tree reduces into rank 0 (its mask loop kept as it is), which then broadcasts.
+Buffers instead of pickled objects; the sum is the only operation mpibench needs.
 """
 from mpibench.sync.base import Reduction, SyncStrategy
 

@@ -2,10 +2,11 @@
 
 Source: "Our Own Ring-Allreduce" in "Writing Distributed Applications with PyTorch",
 https://github.com/pytorch/tutorials/blob/main/intermediate_source/dist_tuto.rst
-(BSD-3-Clause, Copyright (c) 2017-2022 PyTorch contributors). Every rank passes whole
-buffers to its right neighbour size-1 times and adds what arrives from its left, as
-written there. Each rank therefore adds the same numbers in its own order, so the
-replicas may differ in their last bits: mpibench's replicas invariant says where.
+(BSD-3-Clause, Copyright (c) 2017-2022, Pytorch contributors; notice in ../NOTICE),
+written there over torch.distributed's isend/recv. Every rank passes whole buffers to
+its right neighbour size-1 times and adds what arrives from its left, so each rank adds
+the same numbers in its own order and the replicas may differ in their last bits:
+mpibench's replicas invariant says where.
 """
 from mpibench.sync.base import Reduction, SyncStrategy
 
