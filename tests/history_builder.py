@@ -6,11 +6,13 @@ history format of docs/outputs.md ("The history") record by record. Faults are s
 the simple way (a kill before computing, partitions with a stalled minority
 that resyncs when healed, late workers dropped). ``tamper`` edits the
 records before they are written, which is how each unit test plants one
-mistake.
+mistake. ``steps.csv`` gets one row per committed step, as the first member writes
+it (``tamper_rows`` edits those rows the same way).
 """
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -68,6 +70,7 @@ class Builder:
         self.files: dict[str, list[dict]] = {}
         self.current: dict[int, str] = {}
         self.dead: set[int] = set()
+        self.rows: list[dict] = []  # steps.csv
         for w in range(sim.world):
             self._open(w, 0, False)
 
@@ -142,6 +145,15 @@ class Builder:
         var = sum(r[2] for r in rows) / n_all - mean * mean if n_all else None
         red = {"contributing": sorted(group), "effective_batch": count, "mean": mean, "var": var,
                "before": before, "after": self.params, "group": sorted(group), "losses": own_losses}
+        why = {**{w: "dead" for w in range(self.sim.world) if w not in live},
+               **{w: "unreachable" for w in live if w not in side}, **{w: "late" for w in side if w not in group}}
+        self.rows.append({"scenario": "synthetic", "strategy": "ring", "recovery": self.sim.recovery, "step": s,
+                          "epoch": min((batches[w][1].epoch for w in group), default=""),
+                          "epoch_ends": " ".join(str(w) for w in side if batches[w][2].epoch != batches[w][1].epoch),
+                          "excluded": " ".join(f"{w}:{r}" for w, r in sorted(why.items())),
+                          "members": " ".join(map(str, sorted(live))), "contributing": " ".join(map(str, sorted(group))),
+                          "effective_batch": count, "loss_mean": "" if mean is None else repr(float(mean)),
+                          "loss_var": "" if var is None else repr(float(var)), "step_time_s": 0.001})
         for w in live:
             if w in side:
                 idx, cur, after = batches[w]
@@ -192,23 +204,35 @@ class Builder:
                                             for sides, a, b in sim.partitions]},
                 "replay": "mpirun -n 3 python -m mpibench run --scenario synthetic"}
 
-    def write(self, out: Path, tamper=None) -> Path:
+    def write(self, out: Path, tamper=None, tamper_rows=None) -> Path:
         files = {k: [dict(r) for r in v] for k, v in self.files.items()}
         info = self.case_info()
+        rows = [dict(r) for r in self.rows]
         if tamper is not None:
             tamper(files, info)
+        if tamper_rows is not None:
+            tamper_rows(rows)
         case = out / "history" / info["case"]
         case.mkdir(parents=True)
         (out / "run.json").write_text(json.dumps({"cases": [info["case"]]}))
         (case / "case.json").write_text(json.dumps(info))
         for name, records in files.items():
             (case / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+        with open(out / "steps.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, STEP_COLUMNS, restval="")
+            writer.writeheader()
+            writer.writerows(rows)
         return out
 
 
-def build(out: Path, sim: Sim | None = None, tamper=None) -> Path:
-    """An honest (or, with ``tamper``, planted) run folder in ``out``."""
-    return Builder(sim or Sim()).run().write(out, tamper)
+# steps.csv's columns (DESIGN, "Outputs"; the builder fills the ones the checker reads)
+STEP_COLUMNS = ["scenario", "strategy", "recovery", "step", "epoch", "members", "contributing", "excluded",
+                "effective_batch", "epoch_ends", "loss_mean", "loss_var", "step_time_s", "algorithm"]
+
+
+def build(out: Path, sim: Sim | None = None, tamper=None, tamper_rows=None) -> Path:
+    """An honest (or, with ``tamper``/``tamper_rows``, planted) run folder in ``out``."""
+    return Builder(sim or Sim()).run().write(out, tamper, tamper_rows)
 
 
 def find(files: dict, worker: int, step: int, kind: str = "attempt", role: str | None = None) -> dict:

@@ -25,7 +25,9 @@ LATE = ["--straggler-deadline", "0.15"]
 
 # mutant, strategy, schedule, recovery, extra options, (step, invariant) that must catch it
 BUGS = [
-    ("resume-epoch-start", "native", "kill2@3", "respawn", [], (3, "data")),
+    # the survivors' wrong model of the others' walks shows first in steps.csv's epoch ends (step 1),
+    # then in the replacement's batches (step 3)
+    ("resume-epoch-start", "native", "kill2@3", "respawn", [], (1, "data")),
     ("shard-swap", "native", "kill1@2", "shrink", [], (2, "data")),
     ("drop-tail", "native", "none", "shrink", [], (1, "data")),
     ("no-reshuffle", "native", "none", "shrink", [], (2, "data")),
@@ -37,6 +39,10 @@ BUGS = [
     ("lone-recorder", "native", "none", "shrink", [], (0, "contract")),
     ("late-keeps-batch", "native", "late2@1-2", "shrink", LATE, (1, "contract")),
     ("abort-advances", "native", "kill2@1-after-apply", "shrink", [], (1, "data")),
+    # a lie in a copy of the step's claims other than the lowest worker's, and in steps.csv
+    ("copy-lies", "ring", "none", "shrink", [], (2, "accounting")),
+    ("late-copy-lies", "native", "late2@1-2", "shrink", LATE, (1, "equivalence")),
+    ("steps-csv-lies", "native", "none", "shrink", [], (2, "accounting")),
     # a wrong update on a step the online check skips: the verdict of record compares every step
     ("step3-lr", "native", "none", "shrink", ["--check-every", "4"], (3, "equivalence")),
     # non-finite values in the reduced buffer: judged at their step, the job ends normally

@@ -25,6 +25,6 @@ def test_twenty_respawn_runs_with_a_planted_violation_all_fail(tmp_path):
         launcher[job.returncode] += 1
         verdicts[checked.returncode] += 1
         first = json.loads((out / "verdict.json").read_text())["first_violation"]
-        assert checked.returncode == 1 and (first["step"], first["invariant"]) == (3, "data"), \
+        assert checked.returncode == 1 and (first["step"], first["invariant"]) == (1, "data"), \
             f"run {i}: check exited {checked.returncode}\n{checked.text}\n{job.text[-2000:]}"
     print(f"launcher exit statuses {dict(launcher)}; check exit statuses {dict(verdicts)}")

@@ -9,12 +9,14 @@ from mpibench.drive.cases import CRASH, NO_VERDICT, OK, VIOLATION, Outcome
 from mpibench.engine.data import shard_sizes
 from mpibench.drive.launch import JobResult
 from mpibench.job.mutants import MUTANTS
-from mpibench.drive.selftest import equal_batches, run_selftest, trials, verdict
+from mpibench.drive.selftest import (equal_batches, run_selftest, strategy_summary, strategy_trials,
+                                     strategy_verdict, trials, verdict)
 from mpibench.sync import STRATEGIES
 
 REQUIRED = {"unweighted", "numerator-only", "offset-blind", "bounds-only", "variance-within",
             "dead-leak", "stale-rejoin", "double-apply", "resume-epoch-start", "shard-swap", "drop-tail",
-            "no-reshuffle", "keep-aborted", "minority-commit", "skip-member"}
+            "no-reshuffle", "keep-aborted", "minority-commit", "skip-member",
+            "copy-lies", "late-copy-lies", "steps-csv-lies"}  # a lie in a copy of the claims, in steps.csv
 
 
 def test_every_required_mutant_is_tried_and_none_is_a_production_strategy():
@@ -68,3 +70,34 @@ def test_selftest_catches_and_the_equal_batch_control_does_not(tmp_path):
     assert "unweighted/equal             not distinguishable" in text
     assert "no-reshuffle                 caught by data at step 2" in text
     assert "selftest passed: 4 of 4 known-bad reductions caught" in text
+
+
+def test_a_strategy_runs_each_distinct_planted_fault_once_and_the_late_worker_is_dropped():
+    plan = strategy_trials("ring")
+    keys = [(t.events, t.recovery, t.options) for t in plan]
+    assert len(keys) == len(set(keys)) == 8  # no faults + seven distinct schedules
+    assert len({t.label for t in plan}) == len(plan)
+    schedules = {e for t in trials() if t.group == "mutant" for e in [(t.events, t.recovery, t.options)] if t.events}
+    assert {k for k in keys if k[0]} == schedules  # every schedule a mutant is planted under, none other
+    late = [t for t in plan if any(type(e).__name__ == "Delay" for e in t.events)]
+    assert len(late) == 1 and late[0].label == "ring/late-worker-dropped"
+    deadline = float(late[0].options[late[0].options.index("--straggler-deadline") + 1])
+    assert all(e.seconds > deadline for e in late[0].events)  # late beyond the deadline: dropped
+
+
+def test_a_strategy_report_names_what_it_survived_and_what_failed_where(tmp_path):
+    plan = strategy_trials("ring")
+    csv = tmp_path / "invariants.csv"
+    csv.write_text("scenario,strategy,recovery,step,invariant,passed,detail\n"
+                   "s,ring,shrink,0,equivalence,true,fine\n"
+                   "s,ring,shrink,0,replicas,false,parameters differ after the commit: ab: 1; cd: 0\n")
+    bad = Outcome(plan[1].case(), VIOLATION, 6, 40, 1, "0 replicas", "replicas", "mpirun -n 3 x run --out r",
+                  JobResult(1, 1.0, 60, "", ""))
+    ok, text = strategy_verdict(plan[1], bad, csv)
+    assert not ok and "must not be" not in text
+    assert text == ("FAILED: replicas at step 0: parameters differ after the commit: ab: 1; cd: 0\n"
+                    "      replay: mpirun -n 3 x run --out r")
+    good = outcome(OK, checks=42)
+    assert strategy_verdict(plan[0], good) == (True, "survived: every invariant held (42 checks)")
+    line = strategy_summary("ring", plan[:2], [good, bad])
+    assert line == "ring survived 1 of 2 planted faults; failed: kill-mid-reduction (replicas at step 0)"

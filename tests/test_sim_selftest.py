@@ -22,17 +22,17 @@ REAL_MPI = {
     'unweighted': 'caught by equivalence at step 1',
     'numerator-only': 'caught by equivalence at step 1',
     'variance-within': 'caught by equivalence at step 0',
-    'offset-blind': 'caught by equivalence, replicas at step 0',
+    'offset-blind': 'caught by equivalence, replicas, accounting at step 0',
     'bounds-only': 'caught by equivalence, replicas, coverage at step 0',
     'dead-leak': 'caught by equivalence, accounting at step 1',
     'stale-rejoin': 'caught by equivalence, replicas at step 3',
     'double-apply': 'caught by equivalence at step 1',
-    'resume-epoch-start': 'caught by data, contract at step 3',
+    'resume-epoch-start': 'caught by data at step 1',
     'shard-swap': 'caught by data at step 2',
     'drop-tail': 'caught by data, contract at step 1',
     'no-reshuffle': 'caught by data at step 2',
     'keep-aborted': 'caught by equivalence, contract at step 1',
-    'minority-commit': 'caught by replicas, membership, contract at step 1',
+    'minority-commit': 'caught by equivalence, replicas, accounting, membership, data, contract at step 1',
     'skip-member': 'caught by membership, contract at step 0',
     'stall-claims-batch': 'caught by contract at step 1',
     'lone-recorder': 'caught by contract at step 0',
@@ -44,6 +44,13 @@ REAL_MPI = {
     'float32-loss': 'caught by equivalence at step 0',
     'stale-loss': 'caught by equivalence at step 1',
     'stale-rejoin/respawn': 'caught by equivalence, replicas, contract at step 1',
+    # since every copy of the claims is judged (2026-12-02 06:35-06:40 UTC, the same launcher, load ~4):
+    # offset-blind, resume-epoch-start and minority-commit above also changed (non-lowest records'
+    # effective batch, steps.csv's epoch ends, the minority's own copies), and three new mutants lie
+    # in one copy only
+    'copy-lies': 'caught by accounting at step 2',
+    'late-copy-lies': 'caught by equivalence at step 1',
+    'steps-csv-lies': 'caught by accounting at step 2',
 }
 
 

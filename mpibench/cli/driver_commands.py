@@ -113,16 +113,18 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
 @click.option("--jobs", type=int, default=2, show_default=True, help="jobs run at the same time")
 @click.option("--mpiexec", default=None, help=MPIEXEC_HELP.format(what="jobs"))
 @click.option("--strategy", default=None,
-              help="instead: check this strategy (name or package.module:Class) on uneven shards "
-                   "under every fault the self-test uses; exit 0 only if it holds every invariant")
+              help="instead: check this strategy (name or package.module:Class) on uneven shards, "
+                   "once without faults and once under each distinct fault the self-test plants "
+                   "(8 jobs); exit 0 only if it holds every invariant")
 @with_options(out_options("the self-test (one folder per job, the summary in selftest.txt)"))
 def selftest(jobs, mpiexec, strategy, **kw):
     """The checker against known-bad reductions; exit 0 only if every one is caught.
 
     Prints, for each mutant, the invariant and step that caught it, and shows
     that with equal batch sizes the weighting mutants cannot be told apart.
-    With --strategy, checks one strategy instead and names the invariant and
-    step of anything it gets wrong.
+    With --strategy, checks one strategy instead: for each planted fault it
+    says "survived", or which invariant failed at which step, with the
+    command that replays that job (docs/strategy-api.md).
     Exit 3 (could not run) when the launcher cannot start the jobs.
     """
     from mpibench.drive.launch import LaunchError, launcher_argv, preflight

@@ -94,6 +94,7 @@ def fault_events():
         "minority-commit": (Partition(((0, 1), (2,)), 1, 3),),
         "stall-claims-batch": (Partition(((0, 1), (2,)), 1, 3),),
         "late-keeps-batch": (Delay(2, (1, 2), 0.6, "compute"),),
+        "late-copy-lies": (Delay(2, (1, 2), 0.6, "compute"),),
         "abort-advances": (Kill(2, 1, "after_apply"),),
     }
 
@@ -102,7 +103,7 @@ def fault_events():
 FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn"}
 # step3-lr plants its wrong update on a step the online check skips: the verdict of record must not.
 CHECK_EVERY = {"keep-aborted": 2, "step3-lr": 4}
-OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15")}
+OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15"), "late-copy-lies": ("--straggler-deadline", "0.15")}
 
 
 def trials() -> list[Trial]:
@@ -172,17 +173,54 @@ def fresh_trial(trial: Trial, out: Path, mpiexec: list[str], deadline_s: float):
     return run_case(trial.case(), folder(out, trial), mpiexec, deadline_s)
 
 
+# The distinct fault schedules the recovery mutants use, each named for what it plants. Several
+# mutants share a schedule (a partition, a kill after apply); a strategy runs each schedule once.
+STRATEGY_FAULTS = {"dead-leak": "kill-mid-reduction", "stale-rejoin": "partition-heal",
+                   "stale-rejoin/respawn": "kill-then-respawn", "double-apply": "kill-after-apply",
+                   "resume-epoch-start/respawn": "kill-respawn-mid-epoch", "shard-swap": "kill-before-compute",
+                   "late-keeps-batch": "late-worker-dropped"}
+
+
 def strategy_trials(strategy: str) -> list[Trial]:
     """A strategy under test: honest runs on uneven shards, with no faults and with each
-    fault schedule the recovery mutants use; each must hold every invariant."""
-    labels = {"dead-leak": "kill-mid-reduction", "stale-rejoin": "partition-heal",
-              "stale-rejoin/respawn": "kill-then-respawn", "double-apply": "kill-after-apply"}
+    distinct fault schedule of the recovery mutants (the late worker under a straggler
+    deadline, so it is dropped); each must hold every invariant."""
     plan = [Trial(f"{strategy}/no-faults", None, strategy, WORKERS, False, group="control")]
+    seen = set()
     for name, events in fault_events().items():
         recovery = "respawn" if name.endswith("respawn") else "shrink"
-        plan.append(Trial(f"{strategy}/{labels.get(name, name)}", None, strategy, WORKERS, False, events, recovery,
-                          group="control"))
+        key = (events, recovery, OPTIONS.get(name, ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        plan.append(Trial(f"{strategy}/{STRATEGY_FAULTS[name]}", None, strategy, WORKERS, False, events, recovery,
+                          group="control", options=OPTIONS.get(name, ())))
     return plan
+
+
+def strategy_verdict(trial: Trial, outcome: Outcome, invariants_csv: Path | None = None) -> tuple[bool, str]:
+    """What a strategy did with one planted fault: survived it, or which invariant failed at
+    which step (with what the checker saw, and the command that replays the run)."""
+    if outcome.outcome == OK:
+        return True, f"survived: every invariant held ({outcome.checks} checks)"
+    if outcome.outcome != VIOLATION:
+        return verdict(trial, outcome, invariants_csv)
+    step, invariant = outcome.first_violation.split(maxsplit=1)
+    rows = [r for r in read_rows(invariants_csv) if r["step"] == step and r["passed"] != "true"] if invariants_csv else []
+    names = ", ".join(r["invariant"] for r in rows) or invariant
+    detail = rows[0]["detail"] if rows else ""
+    detail = detail if len(detail) <= 160 else detail[:157] + "..."
+    return False, f"FAILED: {names} at step {step}{': ' + detail if detail else ''}\n      replay: {outcome.replay}"
+
+
+def strategy_summary(strategy: str, plan: list, outcomes: list) -> str:
+    """The strategy's line: which planted faults it survived and which it did not."""
+    survived = [t.label.split("/", 1)[1] for t, o in zip(plan, outcomes) if o.outcome == OK]
+    failed = [f"{t.label.split('/', 1)[1]} ({o.first_violation.split(maxsplit=1)[1]} at step "
+              f"{o.first_violation.split()[0]})" if o.outcome == VIOLATION else f"{t.label.split('/', 1)[1]} (job failed)"
+              for t, o in zip(plan, outcomes) if o.outcome != OK]
+    text = f"{strategy} survived {len(survived)} of {len(plan)} planted faults"
+    return text + (f"; failed: {', '.join(failed)}" if failed else "")
 
 
 @contextlib.contextmanager
@@ -214,8 +252,10 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
     plan = [t for t in (strategy_trials(strategy) if strategy else trials()) if only is None or t.label in only]
     samples, batch = equal_batches(0, WORKERS)
     start = time.perf_counter()
-    stream.write(f"selftest: {len(plan)} jobs ({sum(t.group == 'mutant' for t in plan)} known-bad reductions), "
-                 f"{jobs} at a time; uneven shards: --samples {UNEVEN_SAMPLES} --batch-size {UNEVEN_BATCH}\n")
+    what = (f" of {strategy}: {len(plan)} jobs, no faults then each planted fault once" if strategy
+            else f": {len(plan)} jobs ({sum(t.group == 'mutant' for t in plan)} known-bad reductions)")
+    stream.write(f"selftest{what}, {jobs} at a time; uneven shards: --samples {UNEVEN_SAMPLES} "
+                 f"--batch-size {UNEVEN_BATCH}\n")
     stream.flush()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         try:
@@ -238,7 +278,8 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
     titles = {"mutant": "known-bad reductions (uneven batches; recovery mutants with the kill shown):",
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "
                        f"--batch-size {batch}: every shard a whole number of batches):",
-              "control": (f"{strategy} on uneven shards, without and with faults:" if strategy
+              "control": (f"{strategy} on uneven shards, each planted fault once (its schedule after the label):"
+                          if strategy
                           else "controls (honest reductions, same settings):")}
     for group, title in titles.items():
         if not any(t.group == group for t in plan):
@@ -247,14 +288,16 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
         for trial, outcome in zip(plan, outcomes):
             if trial.group != group:
                 continue
-            ok, text = verdict(trial, outcome, folder(out, trial) / "run" / "invariants.csv")
+            judged = strategy_verdict if strategy else verdict
+            ok, text = judged(trial, outcome, folder(out, trial) / "run" / "invariants.csv")
             good &= ok
             faults = f"; {'; '.join(e.text() for e in trial.events)}, {trial.recovery}" if trial.events else ""
-            stream.write(f"  {'ok ' if ok else 'BAD'} {trial.label:<28} {text}  [{trial.strategy}{faults}]\n")
+            head, _, replay = text.partition("\n")  # a failure's replay command on a line of its own
+            stream.write(f"  {'ok ' if ok else 'BAD'} {trial.label:<28} {head}  [{trial.strategy}{faults}]\n"
+                         + (replay + "\n" if replay else ""))
     caught = sum(1 for t, o in zip(plan, outcomes) if t.group == "mutant" and o.outcome == VIOLATION)
     mutants = sum(t.group == "mutant" for t in plan)
-    what = (f"{strategy} held every invariant in {sum(o.outcome == OK for o in outcomes)} of {len(plan)} runs"
-            if strategy else f"{caught} of {mutants} known-bad reductions caught")
+    what = strategy_summary(strategy, plan, outcomes) if strategy else f"{caught} of {mutants} known-bad reductions caught"
     stream.write(f"selftest {'passed' if good else 'FAILED'}: {what} "
                  f"in {time.perf_counter() - start:.0f} s; jobs in {out}\n")
     return 0 if good else 1

@@ -20,6 +20,7 @@ from mpibench.base.config import RunConfig
 from mpibench.base.records import RunRecords
 from mpibench.kernels.counts import transfer_counts
 from mpibench.sync import SyncStrategy, make_strategy
+from mpibench.sync.base import checked
 from mpibench.sync.comm import Comm, CommError
 from mpibench.sync.registry import options_of
 
@@ -220,7 +221,8 @@ class Trainer:
             pending.losses = losses
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
-            reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
+            reduction = checked(self.strategy, self.strategy.synchronize(self.params, grad_sum, count,
+                                                                         self.config.lr), "synchronize()")
             times.sync_s = time.perf_counter() - sync_start
             times.compute_s = sync_start - compute_start
             self.comm.mark(step, "after_apply")

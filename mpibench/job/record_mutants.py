@@ -10,7 +10,14 @@ Trainer mixins (installed like :mod:`.loop_mutants`):
 * ``late-keeps-batch``: a dropped straggler does not count its batch as
   consumed and walks it again (contract, then data);
 * ``abort-advances``: the walk moves on when a batch is taken and a rollback
-  undoes the update but not the walk, so the redo skips a batch (contract, data).
+  undoes the update but not the walk, so the redo skips a batch (contract, data);
+* ``copy-lies``: the highest contributor's record of step 2 claims one sample
+  more than the step's effective batch; the lowest worker's copy is right
+  (accounting);
+* ``late-copy-lies``: a dropped straggler's record claims a loss mean 0.25 off
+  the committed one (equivalence);
+* ``steps-csv-lies``: the row of step 2 in ``steps.csv`` claims one sample more
+  than the step's effective batch; every history record is right (accounting).
 
 Strategy mixins (installed like :mod:`.mutants`' arithmetic ones):
 
@@ -82,8 +89,66 @@ class AbortAdvances:
         np.copyto(self.params, self.params_before)
 
 
+class _LyingHistory(_WithoutEvidence):
+    """A history whose attempt records pass through ``lie`` before they are written."""
+
+    def __init__(self, history, lie):
+        super().__init__(history)
+        self._lie = lie
+
+    def attempt(self, record) -> None:
+        self._history.attempt(self._lie(record))
+
+
+class CopyLies:
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        if self.comm.worker_id == max(self.comm.worker_ids):
+            self.history = _LyingHistory(self.history, lambda r: replace(
+                r, effective_batch=r.effective_batch + 1) if r.step == 2 and r.effective_batch is not None else r)
+
+
+class LateCopyLies:
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.history = _LyingHistory(self.history, lambda r: replace(
+            r, loss_mean=r.loss_mean + 0.25) if r.role == "late" and r.loss_mean is not None else r)
+
+
+class _LyingSteps:
+    """Record files whose steps.csv row of step 2 claims one sample more."""
+
+    def __init__(self, records):
+        self._records = records
+
+    def __getattr__(self, name):
+        return getattr(self._records, name)
+
+    @property
+    def steps(self):
+        log = self._records.steps
+
+        class Lying:
+            def write(self, row: dict) -> None:
+                if row.get("step") == 2:
+                    row = {**row, "effective_batch": row["effective_batch"] + 1}
+                log.write(row)
+
+            def close(self) -> None:
+                log.close()
+
+        return Lying()
+
+
+class StepsCsvLies:
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.records = _LyingSteps(self.records)
+
+
 RECORD_LOOP_MUTANTS = {"stall-claims-batch": StallClaimsBatch, "lone-recorder": LoneRecorder,
-                       "late-keeps-batch": LateKeepsBatch, "abort-advances": AbortAdvances}
+                       "late-keeps-batch": LateKeepsBatch, "abort-advances": AbortAdvances,
+                       "copy-lies": CopyLies, "late-copy-lies": LateCopyLies, "steps-csv-lies": StepsCsvLies}
 
 
 # ---------------------------------------------------------------------------- values

@@ -6,6 +6,12 @@ parameters in place, identically on every member. It reports which workers
 contributed and the ``(offset, length)`` pieces that made up every reduced or
 served buffer, for the ``membership`` and ``coverage`` invariants. The worker
 loop sees nothing else of it.
+
+Writing one (a plugin, or a built-in): ``docs/strategy-api.md`` lists every call
+a strategy may use. A strategy implements ``reduce(buf)``, or overrides
+``synchronize`` when the mean is formed another way; either must return a
+:class:`Reduction`, and anything else ends the run as bad input (exit 2) with one
+line naming the strategy (:class:`StrategyError`, raised by :func:`checked`).
 """
 from __future__ import annotations
 
@@ -14,15 +20,66 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mpibench.base.config import UsageError
+
 
 @dataclass
 class Reduction:
-    """What one reduction did: who is in the sum, and the pieces it was built from."""
+    """What one reduction did: who is in the sum, and the pieces it was built from.
+
+    ``contributing``: the worker ids (``comm.worker_ids``, stable across a shrink; not ranks)
+    whose buffers are in the sum. ``pieces``: the ``(global offset, length)`` int pairs the
+    result was assembled from, which must cover ``total_length`` (the buffer's length) exactly.
+    ``algorithm``: optional, the algorithm a choosing strategy used for this buffer."""
 
     contributing: tuple[int, ...]  # worker ids
     pieces: list[tuple[int, int]] = field(default_factory=list)  # (global offset, length)
     total_length: int = 0
     algorithm: str = ""  # which algorithm reduced it, where a strategy chooses (auto, hier)
+
+
+class StrategyError(UsageError):
+    """A strategy broke the interface (a wrong return value): bad input, one line naming it."""
+
+
+def label(strategy) -> str:
+    """How a message names ``strategy``: its ``name`` and where its class lives."""
+    cls = type(strategy)
+    where = f"{cls.__module__}:{cls.__qualname__}"
+    name = getattr(strategy, "name", "") or ""
+    return f"strategy {name!r} ({where})" if name else f"strategy {where}"
+
+
+def checked(strategy, value, call: str) -> "Reduction":
+    """``value`` if it is a proper :class:`Reduction` from ``strategy.CALL``; else StrategyError.
+
+    Proper: ``contributing`` holds worker ids (ints), ``pieces`` holds ``(offset, length)``
+    pairs of ints and ``total_length`` is an int."""
+    why = None
+    if not isinstance(value, Reduction):
+        why = f"returned {_shown(value)}, not a Reduction"
+    else:
+        try:
+            ids_ok = all(isinstance(w, (int, np.integer)) for w in value.contributing)
+            pieces_ok = all(len(p) == 2 and all(isinstance(v, (int, np.integer)) for v in p) for p in value.pieces)
+        except TypeError:
+            ids_ok = pieces_ok = False
+        if not ids_ok:
+            why = f"returned a Reduction whose contributing is {_shown(value.contributing)}, not worker ids"
+        elif not pieces_ok:
+            why = f"returned a Reduction whose pieces are {_shown(value.pieces)}, not (offset, length) pairs"
+        elif not isinstance(value.total_length, (int, np.integer)):
+            why = f"returned a Reduction whose total_length is {_shown(value.total_length)}, not an int"
+    if why is None:
+        return value
+    raise StrategyError(f"{label(strategy)}: {call} {why} "
+                        "(Reduction(contributing=worker ids, pieces=[(offset, length)], total_length); "
+                        "see docs/strategy-api.md)")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class SyncStrategy(ABC):
@@ -41,12 +98,16 @@ class SyncStrategy(ABC):
 
     @abstractmethod
     def reduce(self, buf) -> Reduction:
-        """Sum ``buf`` element-wise over the membership, in place."""
+        """Sum ``buf`` element-wise over the membership, in place; say who is in the sum."""
 
     def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
-        """One step's sync: pack, reduce, divide by the total count, apply."""
+        """One step's sync: pack, reduce, divide by the total count, apply.
+
+        May be overridden (a strategy that forms the mean another way); it must then
+        update ``params`` in place identically on every member and return the
+        Reduction it made."""
         self.backend.pack(self.buffer, grad_sum, count)
-        reduction = self.reduce(self.buffer)
+        reduction = checked(self, self.reduce(self.buffer), "reduce()")
         total = self.buffer[-1]
         self.backend.apply_update(params, self.buffer[:-1], total, lr)
         return reduction

@@ -15,7 +15,10 @@ buffers pass through untouched.
 
 Ranks have two names: the position in the current communicator (``rank``) and
 the stable worker id (``worker_ids[rank]``), which survives shrinking and is
-what records and invariants talk about.
+what records and invariants talk about. ``size`` (also ``Get_size()``) is the
+number of members now: the world a strategy reduces over, smaller after a
+shrink. Every call a strategy may use is listed, with its arguments, in
+``docs/strategy-api.md``.
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ import numpy as np
 from mpi4py import MPI
 
 _HOST = np.ndarray  # a plain host array: handed to MPI as it is
+# The reduction operations ``allreduce`` takes by name (an mpi4py ``MPI.Op`` is passed as it is).
+OPS = {name: getattr(MPI, name.upper()) for name in ("sum", "max", "min", "prod") if hasattr(MPI, name.upper())}
 
 
 class CommError(Exception):
@@ -82,16 +87,27 @@ class Comm:
     def worker_id(self) -> int:
         return self.worker_ids[self.rank]
 
+    def Get_rank(self) -> int:
+        """``rank``, under mpi4py's name (for code adapted from mpi4py)."""
+        return self.rank
+
+    def Get_size(self) -> int:
+        """``size``, under mpi4py's name: the members now."""
+        return self.size
+
     # -- hooks for wrappers: the plain communicator ignores them
     def mark(self, step: int, phase: str) -> None:
         """Tell the communicator where the worker loop stands."""
 
     # -- waiting
-    def wait(self, requests: list, peers: Sequence[int]) -> None:
+    def wait(self, requests: list, peers: Sequence[int] | None = None) -> None:
         """Wait for all ``requests`` or raise once the deadline passes.
 
-        The deadline is set at the first unsuccessful test and checked from the 65th on:
-        a short message completes before the clock is ever read twice."""
+        ``peers`` (ranks) are the ones named in the error if it fails; by default every
+        member. The deadline is set at the first unsuccessful test and checked from the
+        65th on: a short message completes before the clock is ever read twice."""
+        if peers is None:
+            peers = range(self.size)
         deadline = None
         spins = 0
         try:
@@ -170,10 +186,15 @@ class Comm:
         return request
 
     # -- collectives (data plane)
-    def allreduce(self, sendbuf, recvbuf) -> None:
+    def allreduce(self, sendbuf, recvbuf, op="sum") -> None:
+        """``recvbuf`` = ``op`` over every member's ``sendbuf``, element-wise (``op``: a name
+        in :data:`OPS` or an mpi4py ``MPI.Op``)."""
+        mpi_op = OPS.get(op) if isinstance(op, str) else op
+        if mpi_op is None:
+            raise ValueError(f"allreduce: no operation {op!r} (choose from {', '.join(OPS)})")
         send, sent = self.transfer.outgoing(sendbuf)
         recv, landed = self.transfer.incoming(recvbuf)
-        self._collective(self.mpi.Iallreduce, (sent, landed), send, recv, MPI.SUM)
+        self._collective(self.mpi.Iallreduce, (sent, landed), send, recv, mpi_op)
 
     def allgather(self, sendbuf, recvbuf) -> None:
         send, sent = self.transfer.outgoing(sendbuf)
@@ -183,6 +204,10 @@ class Comm:
     def bcast(self, buf, root: int) -> None:
         staged, landed = self.transfer.both(buf)
         self._collective(self.mpi.Ibcast, (landed,), staged, root)
+
+    def barrier(self) -> None:
+        """Return once every member has entered it (under the deadline, like every wait)."""
+        self._collective(self.mpi.Ibarrier, ())
 
     def _collective(self, call, finish, *args) -> None:
         everyone = range(self.size)

@@ -1,5 +1,10 @@
-"""``accounting``: effective batch = sum of the contributing counts = size of the union."""
+"""``accounting``: effective batch = sum of the contributing counts = size of the union.
+
+Judged in every copy of the claim: each record that carries the step's outcome and
+the step's row of ``steps.csv`` (:mod:`..steprows`)."""
 from __future__ import annotations
+
+from ..steprows import count_problem
 
 NAME = "accounting"
 
@@ -23,4 +28,7 @@ def check(case, view):
     if not (agreed.effective_batch == total == len(union)):
         return False, (f"effective batch {agreed.effective_batch}, contributing counts sum to {total}, "
                        f"union holds {len(union)}")
+    problem = count_problem(case, view, total)
+    if problem:
+        return False, problem
     return True, f"effective batch {total}"

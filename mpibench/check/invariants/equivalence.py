@@ -14,7 +14,10 @@ The loss statistics are judged twice: each contributor's recorded per-sample
 float32 losses against the reference's float64 ones (float32 tolerance), and
 the reported mean and variance against their exact float64 recomputation from
 those recorded losses (float64 tolerance: the production path must pool them
-in float64, so float32 accumulation shows here).
+in float64, so float32 accumulation shows here). The reported statistics are
+judged in every copy: the commit's record, every other record told the outcome
+(each contributor's, a dropped straggler's, a stalled member's) and the step's
+row of ``steps.csv``.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import numpy as np
 
 from ..history import floats32, full_params, params_digest
 from ..reference import reference_steps
+from ..steprows import moments_targets
 from .accounting import contributor_batches
 
 NAME = "equivalence"
@@ -131,7 +135,7 @@ def reference_problem(case, view, due: Due):
         worst = int(np.flatnonzero(bad)[np.argmax(np.nan_to_num(excess[bad], nan=np.inf))])
         return False, (f"update differs from the reference over {ref.n_samples} samples: element {worst} "
                        f"applied {applied[worst]:.9g} expected {expected[worst]:.9g} ({excess[worst]:.3g}x tolerance)")
-    loss = loss_problem(view, batches, ref.losses, k)
+    loss = loss_problem(case, view, batches, ref.losses, k)
     if loss:
         return False, loss
     ratio = float(excess.max()) if len(excess) else 0.0
@@ -149,17 +153,18 @@ def recorded_losses(view, batches: dict) -> np.ndarray | None:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
 
-def loss_problem(view, batches: dict, ref_losses: np.ndarray, k: int) -> str | None:
+def loss_problem(case, view, batches: dict, ref_losses: np.ndarray, k: int) -> str | None:
     agreed = view.agreed
     if len(ref_losses) == 0:
-        if agreed.loss_mean is not None:
-            return f"loss mean {agreed.loss_mean} reported for an empty union"
+        for name, holder in [("", agreed)] + moments_targets(case, view):
+            if holder.loss_mean is not None:
+                return f"{name + ': ' if name else ''}loss mean {holder.loss_mean} reported for an empty union"
         return None
     recorded = recorded_losses(view, batches)
     if recorded is None or len(recorded) != len(ref_losses):  # judged against the reference alone
         mean, var = float(ref_losses.mean()), float(ref_losses.var())
         tol = k * EPS32 * max(1.0, float(np.mean(ref_losses**2)))
-        return _moments_problem(agreed, mean, var, tol, tol, "reference")
+        return _every_copy(case, view, mean, var, tol, tol, "reference")
     off = np.abs(recorded.astype(np.float64) - ref_losses) / (k * EPS32 * np.maximum(1.0, np.abs(ref_losses)))
     if not (off <= 1).all():
         i = int(np.argmax(np.nan_to_num(off, nan=np.inf)))
@@ -171,7 +176,18 @@ def loss_problem(view, batches: dict, ref_losses: np.ndarray, k: int) -> str | N
     var = squares / n - mean * mean
     tol_mean = 4 * n * EPS64 * max(1.0, abs(mean))
     tol_var = 4 * n * EPS64 * max(1.0, squares / n + mean * mean)
-    return _moments_problem(agreed, mean, var, tol_mean, tol_var, "float64 over the recorded losses")
+    return _every_copy(case, view, mean, var, tol_mean, tol_var, "float64 over the recorded losses")
+
+
+def _every_copy(case, view, mean: float, var: float, tol_mean: float, tol_var: float, what: str) -> str | None:
+    """The commit's own statistics first (named as ever), then every other copy, named."""
+    problem = _moments_problem(view.agreed, mean, var, tol_mean, tol_var, what)
+    for name, holder in moments_targets(case, view):
+        if problem:
+            break
+        problem = _moments_problem(holder, mean, var, tol_mean, tol_var, what)
+        problem = problem and f"{name}: {problem}"
+    return problem
 
 
 def _moments_problem(agreed, mean: float, var: float, tol_mean: float, tol_var: float, what: str) -> str | None:

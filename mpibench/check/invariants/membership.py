@@ -1,5 +1,11 @@
-"""``membership``: one commit per step, from a strict majority, by exactly the expected workers."""
+"""``membership``: one commit per step, from a strict majority, by exactly the expected workers.
+
+Every record told the outcome names the commit's contributors, and ``steps.csv`` holds
+one row for each committed step (none for another) naming the commit's members and
+contributors (:mod:`..steprows`)."""
 from __future__ import annotations
+
+from ..steprows import contributing_problem, presence_problem
 
 NAME = "membership"
 
@@ -9,6 +15,15 @@ def _text(ids) -> str:
 
 
 def check(case, view):
+    passed, detail = _commit(case, view)
+    if passed:
+        problem = presence_problem(case, view) or (contributing_problem(view) if view.agreed else None)
+        if problem:
+            return False, problem
+    return passed, detail
+
+
+def _commit(case, view):
     exp, active = view.expect, view.active
     if not active:
         if exp.committing_side is None:
