@@ -140,8 +140,10 @@ def guarded(body) -> int:
     except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
         abort_job(exc)
         return EXIT_VIOLATION
+    from mpibench.base.folder_watch import announce_status
     from mpibench.faults.ulfm import exit_process
 
+    announce_status(code)  # the other ranks leave with it within a few seconds, whatever holds them
     bound_exit(code)  # the status is known: leaving may not wait for ever
     exit_process(code)  # after a failure or a revoke, leave without MPI_Finalize (it can hang)
     return code

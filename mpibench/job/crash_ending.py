@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
-from mpibench.base.crash_record import (JUDGE_WAIT_S, POLL_S, CrashRecord, claim_judging, is_ended,
-                                        mark_ended, run_folder, write_record)
+from mpibench.base.crash_record import CrashRecord, claim_judging, is_ended, mark_ended, write_record
+from mpibench.base.folder_watch import JUDGE_WAIT_S, POLL_S, run_folder
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
 
 SURVIVORS_LEAVE_S = 4 * POLL_S  # time the other ranks get to see the mark before the abort

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mpi4py import MPI
 
 from mpibench.base import runinfo
+from mpibench.base.folder_watch import verdict_written_here
 from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.records import RunRecords
 
@@ -67,6 +68,7 @@ def verdict_status(out: str | None, checked=(), after_verdict=(), say: bool = Tr
         return 3
     verdict = check_run(out, {c.case: c for c in checked}, after_verdict)
     write_outputs(out, verdict)
+    verdict_written_here(out)  # the job's own verdict: this process announces its status
     if say:
         print(verdict_line(verdict), flush=True)
     return exit_status(verdict)

@@ -7,7 +7,7 @@ from mpi4py import MPI
 
 from mpibench.base import runinfo
 from mpibench.base.config import RunConfig, UsageError
-from mpibench.base.crash_record import note_run_folder
+from mpibench.base.folder_watch import note_run_folder
 from mpibench.base.exits import EXIT_PARTIAL
 from mpibench.base.parsing import parse_list
 from mpibench.base.records import RunRecords
