@@ -11,6 +11,7 @@ from mpi4py import MPI
 
 from mpibench.base import runinfo
 from mpibench.base.folder_watch import verdict_written_here
+from mpibench.base.launch_command import as_record, this_launch
 from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.records import RunRecords
 
@@ -34,7 +35,8 @@ def write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=
     hosts = hosts if hosts is not None else all_hosts(world)
     if world.Get_rank() == 0:
         info = runinfo.describe({**config.as_dict(), **(job or {})}, hosts, {
-            "backend": backend.name, "device": runinfo.device_section(backend), **(extra or {})})
+            "backend": backend.name, "device": runinfo.device_section(backend),
+            "replay_launch": as_record(this_launch()), **(extra or {})})
         runinfo.write(out, info)
 
 
