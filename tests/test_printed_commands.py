@@ -61,16 +61,27 @@ def paste_env() -> dict:
     return env
 
 
-def _json_commands(value, source: str, found: dict) -> None:
+ORIGIN: dict[str, Path] = {}  # command -> the run folder whose output held it first
+
+
+def _note(found: dict, command: str, source: str, path: Path) -> None:
+    found.setdefault(command, set()).add(source)
+    folder = path.parent
+    while not (folder / "verdict.json").exists() and len(folder.parts) > 2:  # up to the run folder
+        folder = folder.parent
+    ORIGIN.setdefault(command, folder)
+
+
+def _json_commands(value, path: Path, found: dict) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if key in ("replay", "minimal", "full_command") and isinstance(item, str) and "-m mpibench" in item:
-                found.setdefault(item, set()).add(source)
+                _note(found, item, path.name, path)
             else:
-                _json_commands(item, source, found)
+                _json_commands(item, path, found)
     elif isinstance(value, list):
         for item in value:
-            _json_commands(item, source, found)
+            _json_commands(item, path, found)
 
 
 def commands_in(folder: Path, console: str) -> dict[str, set]:
@@ -79,10 +90,10 @@ def commands_in(folder: Path, console: str) -> dict[str, set]:
     for line in console.splitlines():
         for marker in ("replay: ", "to run every case: "):
             if marker in line and "-m mpibench" in line:
-                found.setdefault(line.split(marker, 1)[1].strip(), set()).add("console")
+                _note(found, line.split(marker, 1)[1].strip(), "console", folder / "verdict.json")
     for path in folder.rglob("*.json"):
         try:
-            _json_commands(json.loads(path.read_text()), path.name, found)
+            _json_commands(json.loads(path.read_text()), path, found)
         except ValueError:
             continue
     for path in folder.rglob("*.csv"):
@@ -90,12 +101,12 @@ def commands_in(folder: Path, console: str) -> dict[str, set]:
             for row in csv.DictReader(fh):
                 for key in ("replay", "minimal_replay", "batch_replay"):
                     if "-m mpibench" in (row.get(key) or ""):
-                        found.setdefault(row[key], set()).add(path.name)
+                        _note(found, row[key], path.name, path)
     for path in folder.rglob("report.html"):
         page = path.read_text().split("Known defects (FINDINGS.toml)")[0]  # hand-written history, not this run
         for code in re.findall(r"<code>(.*?)</code>", page, re.S):
             if "-m mpibench" in code:
-                found.setdefault(html.unescape(code), set()).add(path.name)
+                _note(found, html.unescape(code), path.name, path)
     return found
 
 
@@ -122,8 +133,33 @@ def sources(found: dict[str, set]) -> set:
     return set().union(*found.values()) if found else set()
 
 
-def paste_each(commands: dict[str, set], recorded_for, tmp_path: Path) -> None:
-    """Run each command as pasted; its folder must hold the rows ``recorded_for(command)`` holds."""
+def recorded_for(command: str) -> Path:
+    """The folder whose rows a pasted command must give: a case's run beside its ``replay``
+    folder, else the run folder whose output held the command."""
+    words = shlex.split(command)
+    if "--out" in words and Path(words[words.index("--out") + 1]).name == "replay":
+        return Path(words[words.index("--out") + 1]).parent / "run"
+    return ORIGIN[command]
+
+
+def _out_arg(args: list[str]) -> Path:
+    return Path(args[args.index("--out") + 1])
+
+
+def pairs_of(command: str, cwd: Path) -> list[tuple[Path, Path]]:
+    """(folder the pasted command writes, folder whose rows it must give), per run it makes;
+    a batch replay makes one per case of its plan (the originals in the batch's plan.json)."""
+    words = shlex.split(command)
+    if "batch" in words:
+        plan = Path(words[-1])
+        again = json.loads(plan.read_text())["cases"]
+        first = {c["case"]: c for c in json.loads((plan.parent / "plan.json").read_text())["cases"]}
+        return [(_out_arg(c["args"]), _out_arg(first[c["case"]]["args"])) for c in again]
+    return [(out_of(command, cwd), recorded_for(command))]
+
+
+def paste_each(commands: dict[str, set], tmp_path: Path) -> None:
+    """Run each command as pasted; each folder it writes must hold the rows its source recorded."""
     assert commands, "no command was found in any output"
     for i, (command, source) in enumerate(sorted(commands.items())):
         source = ", ".join(sorted(source))
@@ -131,12 +167,14 @@ def paste_each(commands: dict[str, set], recorded_for, tmp_path: Path) -> None:
         cwd.mkdir()
         done = subprocess.run(command, shell=True, cwd=cwd, env=paste_env(), capture_output=True, text=True,
                               timeout=PASTE_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        recorded = recorded_for(command)
-        assert done.returncode == json.loads((recorded / "verdict.json").read_text())["exit_status"], \
-            f"{source}: {command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-        again = rows(out_of(command, cwd))
-        assert again["invariants.csv"], f"{source}: {command} judged nothing"
-        assert again == rows(recorded, cases_in(again)), f"{source}: {command}"
+        said = f"{source}: {command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        for written, recorded in pairs_of(command, cwd):
+            assert (recorded / "verdict.json").exists(), f"{source}: no run folder recorded {command}"
+            if "batch" not in command:
+                assert done.returncode == json.loads((recorded / "verdict.json").read_text())["exit_status"], said
+            again = rows(written)
+            assert again["invariants.csv"], f"{said}\njudged nothing in {written}"
+            assert again == rows(recorded, cases_in(again)), said
 
 
 WAYS = ["path", "full-path"]
@@ -152,7 +190,7 @@ def test_run_with_a_violation_prints_replays_that_paste(tmp_path, other_python, 
     run_command([sys.executable, "-m", "mpibench", "report", str(out)], timeout=120)
     found = commands_in(out, job.text)
     assert {"console", "verdict.json", "case.json", "report.html"} <= sources(found), found
-    paste_each(found, lambda command: out, tmp_path)
+    paste_each(found, tmp_path)
 
 
 @pytest.mark.slow
@@ -168,7 +206,7 @@ def test_sweep_rows_replay_as_pasted(tmp_path, other_python, way):
     assert job.returncode in (0, 1), job.text[-3000:]
     found = commands_in(out, job.text)
     assert "sweep.csv" in sources(found), found
-    paste_each(found, lambda command: out_of(command, tmp_path).parent / "run", tmp_path)
+    paste_each(found, tmp_path)
 
 
 @pytest.mark.slow
@@ -181,4 +219,21 @@ def test_the_main_jobs_commands_paste(tmp_path, other_python, way):
     assert job.returncode == 0, job.text[-3000:]
     found = commands_in(out, job.text)
     assert "case.json" in sources(found), found  # each case's replay, kept with its history
-    paste_each(found, lambda command: out, tmp_path)
+    paste_each(found, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("way", WAYS)
+def test_selftest_replays_paste(tmp_path, other_python, way):
+    out = tmp_path / "selftest"
+    _, env = launch(way, other_python, 1, [])
+    if way == "path":  # its launcher found beside the Python on the PATH
+        cmd = ["python", "-m", "mpibench", "selftest", "--strategy", "ring"]
+    else:
+        cmd = [other_python, "-m", "mpibench", "selftest", "--strategy", "ring", "--mpiexec",
+               shlex.join([str(VENV_BIN / "mpirun"), *FLAGS])]
+    job = run_command([*cmd, "--out", str(out)], timeout=600, env=env, cwd=tmp_path)
+    assert job.returncode == 0, job.text[-3000:]
+    found = commands_in(out, job.text)
+    assert {"verdict.json", "case.json"} <= sources(found), found
+    paste_each(found, tmp_path)
