@@ -61,8 +61,13 @@ def _judged_as_crash(out: Path) -> None:
     assert "UNKNOWN" in banner and "crashed: ZeroDivisionError" in banner, banner
 
 
+# make test keeps the full launch (every flag) and the simulated engine; the rest run in make test-slow.
+IN_MAKE_TEST = ("full",)
+
+
 @pytest.mark.mpi
-@pytest.mark.parametrize("launch", list(LAUNCHES))
+@pytest.mark.parametrize("launch", [l if l in IN_MAKE_TEST else pytest.param(l, marks=pytest.mark.slow)
+                                    for l in LAUNCHES])
 def test_a_crash_under_mpirun_ends_the_run_at_once(tmp_path, launch):
     out = tmp_path / "run"
     job = run_command([*LAUNCHES[launch], python_of(launch), *RUN, "--out", str(out)], timeout=WITHIN_S,
@@ -73,6 +78,7 @@ def test_a_crash_under_mpirun_ends_the_run_at_once(tmp_path, launch):
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 def test_a_crash_in_the_self_launched_main_job_ends_it_at_once(tmp_path):
     out = tmp_path / "main"
     env = crash_env(**{**JOB_ENV, "MPIBENCH_SCENARIOS": "none"})

@@ -180,7 +180,7 @@ def paste_each(commands: dict[str, set], tmp_path: Path) -> None:
 WAYS = ["path", "full-path"]
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", [pytest.param("path", marks=pytest.mark.slow), "full-path"])
 def test_run_with_a_violation_prints_replays_that_paste(tmp_path, other_python, way):
     out = tmp_path / "run"
     cmd, env = launch(way, other_python, 3, ["run", "--strategy", "native", "--mutant", "skip-member", "--steps",

@@ -30,7 +30,8 @@ RUNS = {  # id -> (launcher, run arguments, the verdict's status, the launcher's
 WITHIN_S = 120  # the planted rank alone would keep the launch for 600 s
 
 
-@pytest.mark.parametrize("case", list(RUNS))
+@pytest.mark.parametrize("case", [c if c == "respawn-violation" else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in RUNS])
 def test_a_rank_that_ignores_the_ending_is_ended_with_the_verdicts_status(tmp_path, case):
     launcher, args, status, launcher_status = RUNS[case]
     out = tmp_path / "run"
