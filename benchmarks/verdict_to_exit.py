@@ -7,6 +7,10 @@ launcher's status and the status verdict.json gives. A launch that leaves more t
 ``--bound`` seconds after its verdict, or with a status other than its verdict's, is
 counted apart. One CSV row per launch (``--csv``); the summary goes to stdout.
 
+With ``--crash RANK:CALL`` rank RANK raises in its CALL-th ring reduction (the test
+plant in ``tests/plugins/crashing``) and the time counts from its crash record
+(``crashes/rank-R.json``) instead; ``--launcher`` replaces the launcher (its flags too).
+
     nice -n 15 python benchmarks/verdict_to_exit.py --runs 100 [--mutant unweighted]
         [--scenario kill-before-compute] [--recovery respawn] [--csv FILE]
 """
@@ -15,6 +19,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,23 +30,32 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from mpirun import mpi_env, mpirun_command  # noqa: E402
 
+PLANT = Path(__file__).resolve().parent.parent / "tests" / "plugins" / "crashing"
 COLUMNS = ["launch", "mutant", "launcher_status", "verdict_status", "after_verdict_s", "wall_s"]
 
 
 def one_launch(args, out: Path) -> dict:
-    cmd = ["timeout", "-k", "10", str(args.timeout), *mpirun_command(), "-n", str(args.ranks), sys.executable,
+    launcher = shlex.split(args.launcher) if args.launcher else mpirun_command()
+    cmd = ["timeout", "-k", "10", str(args.timeout), *launcher, "-n", str(args.ranks), args.python,
            "-m", "mpibench", "run", "--strategy", args.strategy, "--scenario", args.scenario, "--recovery",
            args.recovery, "--steps", str(args.steps), "--out", str(out)]
     if args.mutant:
         cmd += ["--mutant", args.mutant]
     start, verdict_at = time.monotonic(), None
+    env = mpi_env()
+    if args.crash:
+        env.update(MPIBENCH_TEST_CRASH=args.crash, PYTHONPATH=os.pathsep.join(filter(None, [
+            str(PLANT), env.get("PYTHONPATH")])))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            text=True, env=mpi_env())
+                            text=True, env=env)
     for line in proc.stdout:
         if verdict_at is None and line.startswith("verdict:"):
             verdict_at = time.monotonic()
     status = proc.wait()
     end = time.monotonic()
+    if args.crash:  # from the crash record's time, on the wall clock
+        records = sorted((out / "crashes").glob("rank-*.json"))
+        verdict_at = end - (time.time() - records[0].stat().st_mtime) if records else None
     try:
         verdict = json.loads((out / "verdict.json").read_text())["exit_status"]
     except (OSError, ValueError, KeyError):
@@ -61,6 +76,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=150)
     parser.add_argument("--bound", type=float, default=10.0)
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--crash", default=None, metavar="RANK:CALL")
+    parser.add_argument("--launcher", default=None, help="the launcher and its flags (default: the tests')")
+    parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="verdict-to-exit-") as work:

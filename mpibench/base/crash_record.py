@@ -62,6 +62,17 @@ def claim_judging(folder: str) -> bool:
     return True
 
 
+def claimed(folder: str) -> bool:
+    return os.path.exists(_path(folder, JUDGING))
+
+
+def claimed_older_than(folder: str, age_s: float) -> bool:
+    try:
+        return time.time() - os.stat(_path(folder, JUDGING)).st_mtime > age_s
+    except OSError:
+        return False
+
+
 def mark_ended(folder: str) -> None:
     with open(_path(folder, ENDED), "w") as fh:
         fh.write(f"{os.getpid()}\n")

@@ -9,8 +9,10 @@ own exit timer). Once the job notes its folder (:func:`note_run_folder`), a daem
 thread in each rank a launcher started looks four times a second for:
 
 - ``crashes/ended`` (:mod:`.crash_record`): a rank crashed and its crash has been
-  judged; this rank leaves at once with "cannot judge" (exit 3). A crash record left
-  without ``ended`` (its judge died too) ends the rank after :data:`JUDGE_WAIT_S`;
+  judged; this rank leaves at once with "cannot judge" (exit 3). A crash record that
+  nobody claimed to judge for :data:`JUDGE_WAIT_S` (its rank died first), or a claim
+  older than :data:`JUDGING_LIMIT_S` (the judge died), ends the rank too; the judging
+  process itself is never ended by these;
 - ``exit-status.json``: the rank that judged the run has finished its body (verdict,
   page) and wrote the job's status; this rank leaves with that status if it has not
   left :data:`AFTER_STATUS_S` later;
@@ -35,11 +37,13 @@ STATUS_FILE = "exit-status.json"
 VERDICT_FILE = "verdict.json"
 POLL_S = 0.25
 JUDGE_WAIT_S = 8.0
+JUDGING_LIMIT_S = 60.0  # judging a crashed run and building its page, on a loaded machine
 AFTER_STATUS_S = float(os.environ.get("MPIBENCH_AFTER_STATUS_S", "5"))  # the exit agreement takes < 1 s
 AFTER_VERDICT_S = 30.0  # the verdict, then the page: the main job's page takes a few seconds
 
 _noted: list = []  # (folder, time noted) of the job's run folder, once open
 _judged_here: list = []  # this process wrote the verdict (it announces the status)
+_judging_crash_here: list = []  # this process judges a crash: its own watch leaves that to it
 
 
 def note_run_folder(folder: str | None) -> None:
@@ -57,6 +61,21 @@ def note_run_folder(folder: str | None) -> None:
 
 def run_folder() -> str | None:
     return _noted[0][0] if _noted else None
+
+
+def judging_crash_here() -> None:
+    """This process judges a crashed run: it ends itself once done, not by its watch."""
+    _judging_crash_here.append(True)
+
+
+def _crash_says_leave(folder: str) -> bool:
+    if _judging_crash_here:
+        return False
+    if crash_record.is_ended(folder):
+        return True
+    if crash_record.claimed_older_than(folder, JUDGING_LIMIT_S):
+        return True
+    return not crash_record.claimed(folder) and crash_record.records_older_than(folder, JUDGE_WAIT_S)
 
 
 def verdict_written_here(folder: str) -> None:
@@ -98,7 +117,7 @@ def _watch(folder: str, since: float) -> None:
     status, verdict = os.path.join(folder, STATUS_FILE), os.path.join(folder, VERDICT_FILE)
     while True:
         time.sleep(POLL_S)
-        if crash_record.is_ended(folder) or crash_record.records_older_than(folder, JUDGE_WAIT_S):
+        if _crash_says_leave(folder):
             _leave(EXIT_COULD_NOT_RUN, "a rank crashed")
         at = _written_since(status, since)
         if at is not None and time.time() - at > AFTER_STATUS_S:

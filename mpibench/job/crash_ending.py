@@ -13,7 +13,7 @@ import sys
 import time
 
 from mpibench.base.crash_record import CrashRecord, claim_judging, is_ended, mark_ended, write_record
-from mpibench.base.folder_watch import JUDGE_WAIT_S, POLL_S, run_folder
+from mpibench.base.folder_watch import JUDGING_LIMIT_S, POLL_S, judging_crash_here, run_folder
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
 
 SURVIVORS_LEAVE_S = 4 * POLL_S  # time the other ranks get to see the mark before the abort
@@ -32,8 +32,9 @@ def end_after_crash(exc: BaseException, rank: int, host: str, say=print) -> int 
         say(f"mpibench: rank {rank}: the crash record could not be written ({exc_write})")
         return None
     if not claim_judging(folder):  # another rank crashed first and judges; wait for its word
-        _wait_until(lambda: is_ended(folder), JUDGE_WAIT_S)
+        _wait_until(lambda: is_ended(folder), JUDGING_LIMIT_S)
         return EXIT_COULD_NOT_RUN
+    judging_crash_here()
     say(f"crash: rank {rank} ({host}): {record.exception}: {record.message}")
     for line in record.first_lines():
         say(f"crash:   {line.strip()}")
