@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import asdict, dataclass, fields
 
-from .launchflags import OPEN_MPI_FLAGS  # the embedded Open MPI's flags (the Makefile's MPIRUN_FLAGS)
 
 
 class UsageError(Exception):
@@ -95,35 +93,22 @@ def launcher() -> str:
 
 
 def launcher_argv() -> list[str]:
-    """The launcher with an absolute program path, so a printed command runs as pasted from
-    any folder and without the virtual environment on PATH: ``MPIBENCH_MPIEXEC`` (a bare name
-    found beside this Python or on PATH), else this Python's own ``mpirun`` with the flags the
-    embedded Open MPI needs, else ``mpirun`` from PATH."""
-    import shutil
-    import sys
+    """The launcher a driver uses, as an argument list (absolute program, its flags)."""
+    from .launch_command import driver_launch
 
-    given = os.environ.get("MPIBENCH_MPIEXEC", "").strip()
-    beside = os.path.join(os.path.dirname(sys.executable), "mpirun")
-    if not given:
-        return [beside, *OPEN_MPI_FLAGS] if os.access(beside, os.X_OK) else [shutil.which("mpirun") or "mpirun"]
-    argv = shlex.split(given)
-    if argv and os.sep not in argv[0]:
-        near = os.path.join(os.path.dirname(sys.executable), argv[0])
-        argv[0] = near if os.access(near, os.X_OK) else shutil.which(argv[0]) or argv[0]
-    return argv
+    return list(driver_launch().launcher)
 
 
-def replay_command(config: RunConfig, ranks: int, out_dir: str | None = None) -> str:
-    """The ``run`` command that replays ``config``: the numeric environment it ran with
-    (:mod:`.numeric_env`), absolute launcher and interpreter. Without
-    ``out_dir`` every replay writes a fresh folder under ``./mpibench-out/`` (so running it
-    twice needs no ``--force``)."""
-    import sys
+def replay_command(config: RunConfig, ranks: int, out_dir: str | None = None, launch=None) -> str:
+    """The ``run`` command that replays ``config``, launched as this run was
+    (:mod:`.launch_command`: launcher with its flags, interpreter, numeric environment, the
+    run's extra arguments). ``launch``: (Launch, extra arguments) recorded by the run, for a
+    command formed offline. Without ``out_dir`` every replay writes a fresh folder under
+    ``./mpibench-out/`` (so running it twice needs no ``--force``)."""
+    from .launch_command import command_text, extra_args, this_launch
 
-    from .numeric_env import env_prefix
-
-    parts = env_prefix() + launcher_argv() + ["-n", str(ranks), sys.executable, "-m", "mpibench", "run"]
-    parts += config.cli_args()
+    how, extra = launch if launch is not None else (this_launch(), extra_args())
+    args = ["run", *config.cli_args(), *extra]
     if out_dir:
-        parts += ["--out", out_dir]
-    return shlex.join(parts)
+        args += ["--out", out_dir]
+    return command_text(how, ranks, args)

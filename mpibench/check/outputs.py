@@ -40,6 +40,8 @@ def verdict_json(verdict: RunVerdict) -> str:
            "cases": [_case(c) for c in verdict.cases], "exit_status": exit_status(verdict)}
     if verdict.phases is not None and verdict.phases.planned:
         doc["phases"] = verdict.phases.as_dict()
+    if verdict.crashes:
+        doc["crashes"] = verdict.crashes
     return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 

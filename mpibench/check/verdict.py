@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from . import completeness
+from . import completeness, crashes
 from .case import CaseModel
 from .history import CannotJudge, read_json
 from .invariants import INVARIANTS, NO_COMMIT
@@ -70,6 +70,7 @@ class RunVerdict:
     reason: str | None
     cases: list = field(default_factory=list)
     phases: completeness.PhaseAccount | None = None  # what became of each planned phase
+    crashes: list = field(default_factory=list)  # the ranks' crash records (check/crashes.py)
 
     @property
     def checks(self) -> int:
@@ -144,7 +145,8 @@ def check_run(out_dir: str, checked: dict | None = None, after_verdict=()) -> Ru
     """
     phases = completeness.account(out_dir, after_verdict)
     verdict = _check_cases(out_dir, checked or {}, phases.not_run)
-    return completeness.apply(completeness.with_sweep(verdict, out_dir, phases, check_run), phases)
+    verdict = completeness.apply(completeness.with_sweep(verdict, out_dir, phases, check_run), phases)
+    return crashes.apply(verdict, out_dir)
 
 
 def _check_cases(out_dir: str, checked: dict, not_run) -> RunVerdict:

@@ -24,6 +24,9 @@ def install_mutant(mutant: str | None) -> None:
         install(mutant)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    from mpibench.base.launch_command import note_extra_args
+
+    note_extra_args(["--mutant", mutant])  # a replay of this run plants the same reduction
 
 
 @click.command()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -51,6 +52,7 @@ def say(message: str, err: bool = False) -> None:
 # the first has printed; the meeting is bounded so that a rank that never
 # arrives cannot turn bad input into a hang.
 USAGE_MEETING_DEADLINE_S = 15.0
+ABORT_GRACE_S = 2.0  # an abort that has not ended this process by then: it leaves by itself
 
 
 def meet_after_the_error_line(deadline_s: float = USAGE_MEETING_DEADLINE_S) -> None:
@@ -80,17 +82,26 @@ def could_not_run(message: str):
 
 
 def abort_job(exc: BaseException) -> None:
-    """An unhandled exception on any rank ends the whole job with a message."""
+    """An unhandled exception on any rank ends the whole job with a message: its traceback,
+    then (once the run's folder is open) the crash recorded and judged there, which ends
+    every other rank too (:mod:`mpibench.job.crash_ending`), then the abort."""
     from mpi4py import MPI
 
     from mpibench.base.runinfo import this_host
+    from mpibench.job.crash_ending import end_after_crash
 
-    prefix = f"[{MPI.COMM_WORLD.Get_rank()}@{this_host()}]"
+    rank, host = MPI.COMM_WORLD.Get_rank(), this_host()
+    prefix = f"[{rank}@{host}]"
     sys.stderr.write(f"{prefix} unhandled error, aborting the job:\n")
     sys.stderr.write("".join(f"{prefix} {line}\n" for line in
                              "".join(traceback.format_exception(exc)).splitlines()))
     sys.stderr.flush()
-    MPI.COMM_WORLD.Abort(EXIT_VIOLATION)
+    status = end_after_crash(exc, rank, host, say=lambda line: print(line, flush=True))
+    code = EXIT_VIOLATION if status is None else status
+    # Open MPI under --with-ft ulfm ends only this rank on an abort; leave even if it returns or waits.
+    threading.Timer(ABORT_GRACE_S, os._exit, (code,)).start()
+    MPI.COMM_WORLD.Abort(code)
+    os._exit(code)
 
 
 def abort_could_not_run(message: str, report: bool) -> None:
@@ -129,8 +140,10 @@ def guarded(body) -> int:
     except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
         abort_job(exc)
         return EXIT_VIOLATION
+    from mpibench.base.folder_watch import announce_status
     from mpibench.faults.ulfm import exit_process
 
+    announce_status(code)  # the other ranks leave with it within a few seconds, whatever holds them
     bound_exit(code)  # the status is known: leaving may not wait for ever
     exit_process(code)  # after a failure or a revoke, leave without MPI_Finalize (it can hang)
     return code

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
-from mpibench.base.numeric_env import env_prefix
+from mpibench.base.launch_command import command, driver_launch
 
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
@@ -110,9 +110,9 @@ def job_env() -> dict:
 
 
 def mpibench_command(mpiexec: list[str], ranks: int, args: list[str]) -> list[str]:
-    """The job's command line, runnable as pasted: ``env NAME=VALUE`` first for the variables
-    that change computed values (:mod:`mpibench.base.numeric_env`), so a replay gives the recorded rows."""
-    return [*env_prefix(), *mpiexec, "-n", str(ranks), sys.executable, "-m", "mpibench", *args]
+    """The job's command line, runnable as pasted (:func:`mpibench.base.launch_command.command`:
+    the numeric environment first, the launcher by its absolute path, this Python)."""
+    return command(driver_launch(mpiexec), ranks, args)
 
 
 @dataclass

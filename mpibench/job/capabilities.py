@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mpi4py import MPI
 
+from mpibench.base.launch_command import Launch, command, this_launch
 from mpibench.base.launchflags import (FAULT_TOLERANCE_FLAGS, OPEN_MPI_FLAGS, RECOVERABLE_SPAWN_FLAGS,
                                        root_env_words)
 
@@ -170,10 +171,12 @@ def full_command(caps: Capabilities, args: list[str]) -> str:
     names that launch (``make run``) rather than flags that library does not have."""
     if caps.family != "Open MPI":
         return "an Open MPI 5 launch with ULFM: make run (MPI=embedded, the default)"
-    python = sys.executable
-    beside = Path(python).parent / "mpirun"
-    launcher = [str(beside) if beside.exists() else "mpirun", "-n", str(caps.ranks), *OPEN_MPI_FLAGS]
-    return shlex.join([*root_env_words(), *launcher, python, "-m", "mpibench", *_without_out(args)])
+    program = this_launch().launcher[0]  # the launcher this job was started with, by its full path
+    if Path(program).name not in ("mpirun", "mpiexec", "prterun"):  # srun: Open MPI's own launcher instead
+        beside = Path(sys.executable).parent / "mpirun"
+        program = str(beside) if beside.exists() else "mpirun"
+    every_case = Launch((program, *OPEN_MPI_FLAGS), sys.executable)
+    return shlex.join([*root_env_words(), *command(every_case, caps.ranks, _without_out(args))])
 
 
 def _without_out(args: list[str]) -> list[str]:

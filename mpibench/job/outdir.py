@@ -24,8 +24,8 @@ LATEST = "latest"
 # What a run, a benchmark or a sweep writes; a folder holding any of these holds results.
 RESULT_FILES = ("run.json", "steps.csv", "invariants.csv", "faults.csv", "bench.csv", "scaling.csv",
                 "comparison.csv", "report.html", "sweep.csv", "sweep.json", "findings.csv", "verdict.json",
-                "selftest.txt")
-RESULT_FOLDERS = ("history", "cases", "sweep")
+                "selftest.txt", "exit-status.json")
+RESULT_FOLDERS = ("history", "cases", "sweep", "crashes")
 
 
 class OutDirError(ValueError):

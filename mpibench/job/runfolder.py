@@ -10,6 +10,8 @@ from __future__ import annotations
 from mpi4py import MPI
 
 from mpibench.base import runinfo
+from mpibench.base.folder_watch import verdict_written_here
+from mpibench.base.launch_command import as_record, this_launch
 from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.records import RunRecords
 
@@ -33,7 +35,8 @@ def write_run_json(out: str, config: RunConfig, world: MPI.Comm, backend, extra=
     hosts = hosts if hosts is not None else all_hosts(world)
     if world.Get_rank() == 0:
         info = runinfo.describe({**config.as_dict(), **(job or {})}, hosts, {
-            "backend": backend.name, "device": runinfo.device_section(backend), **(extra or {})})
+            "backend": backend.name, "device": runinfo.device_section(backend),
+            "replay_launch": as_record(this_launch()), **(extra or {})})
         runinfo.write(out, info)
 
 
@@ -67,6 +70,7 @@ def verdict_status(out: str | None, checked=(), after_verdict=(), say: bool = Tr
         return 3
     verdict = check_run(out, {c.case: c for c in checked}, after_verdict)
     write_outputs(out, verdict)
+    verdict_written_here(out)  # the job's own verdict: this process announces its status
     if say:
         print(verdict_line(verdict), flush=True)
     return exit_status(verdict)

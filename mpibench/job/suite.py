@@ -7,6 +7,7 @@ from mpi4py import MPI
 
 from mpibench.base import runinfo
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.folder_watch import note_run_folder
 from mpibench.base.exits import EXIT_PARTIAL
 from mpibench.base.parsing import parse_list
 from mpibench.base.records import RunRecords
@@ -82,6 +83,7 @@ def single_run(config: RunConfig, out) -> int:
     caps, not_run = launch_plan.probe_plan(world, [config], restores_world=False)  # bad input fails first
     backend = backend_for(config)
     out, hosts = open_out(world, out)
+    note_run_folder(out)  # a crash on any rank from now on is recorded and judged there
     if not_run:
         return _not_run_here(world, config, out, hosts, backend, caps, not_run)
     _progress(world, f"run: scenario {config.scenario} under {config.strategy}, {config.steps} steps "
@@ -121,6 +123,7 @@ def main_job(base: RunConfig, out, plan_sweep=None) -> int:
             for k in main_strategies()]
     caps, not_run = launch_plan.probe_plan(world, plan, restores_world=True)
     out, hosts = open_out(world, out)
+    note_run_folder(out)  # a crash on any rank from now on is recorded and judged there
     _progress(world, f"main job: {len(plan)} runs on {world.Get_size()} rank(s) -> {out}")
     launch_plan.announce(world, out, caps, plan, not_run)
     left_out = _too_small_for(world.Get_size())
@@ -212,6 +215,7 @@ def replacement_entry(comm: MPI.Comm, continuation) -> int:
     ``replacement_main``): inside a scenario, or between two items of a main job or batch."""
     from mpibench.faults.respawn import Resume
 
+    note_run_folder(_job_folder(continuation))
     if isinstance(continuation, Resume):
         records = RunRecords.joining(continuation.after.out)
         config, summary, comm = resume_scenario(comm, continuation, records)
@@ -221,6 +225,13 @@ def replacement_entry(comm: MPI.Comm, continuation) -> int:
         return _loop_of(job)(job, comm, continuation.index, _shared_records(job), backend_for(job.base),
                              continuation.done, continuation.until)
     raise RuntimeError(f"a replacement cannot continue with {continuation!r}")
+
+
+def _job_folder(continuation) -> str | None:
+    """The folder the job that spawned this replacement judges (a batch has none of its own)."""
+    after = getattr(continuation, "after", continuation)
+    job = getattr(after, "job", None)
+    return job.out if job is not None else getattr(after, "out", None)
 
 
 def continue_after_scenario(comm: MPI.Comm, after, config: RunConfig, summary: Summary, records) -> int:

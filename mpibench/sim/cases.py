@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.numeric_env import env_prefix
 from mpibench.base.parsing import parse_size
 from mpibench.drive.cases import Case, Outcome, judge, write_case
 from mpibench.drive.launch import JobResult
@@ -65,7 +66,7 @@ def config_of(args: list[str]) -> tuple[RunConfig, str | None, str | None]:
 
 def sim_replay(case: Case, folder: Path, out_name: str = "replay") -> str:
     args = case.run_args(folder / "schedule.toml", folder / out_name)
-    return shlex.join([sys.executable, "-m", "mpibench", *args[:1], "--engine", "sim", "--ranks",
+    return shlex.join([*env_prefix(), sys.executable, "-m", "mpibench", *args[:1], "--engine", "sim", "--ranks",
                        str(case.workers), *args[1:]])
 
 

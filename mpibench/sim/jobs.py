@@ -55,8 +55,11 @@ def _guard(body) -> int:
         rank = MPI.COMM_WORLD.Get_rank()
         text = "".join(traceback.format_exception(exc))
         sys.stderr.write("".join(f"[{rank}@sim] {line}\n" for line in text.splitlines()))
-        MPI.COMM_WORLD.Abort(1)
-        return 1
+        from mpibench.job.crash_ending import end_after_crash
+
+        status = end_after_crash(exc, rank, "sim", say=lambda line: print(line, flush=True))
+        MPI.COMM_WORLD.Abort(1 if status is None else status)
+        return 1 if status is None else status
 
 
 def _run_body(config: RunConfig, request):

@@ -68,13 +68,16 @@ def replay_for(info: dict, scenario: str, strategy: str, recovery: str | None = 
         return ""
     try:
         from mpibench.base.config import RunConfig, replay_command
+        from mpibench.base.launch_command import from_record
 
         names = RunConfig.__dataclass_fields__
         values = {k: v for k, v in config.items() if k in names}
         values.update(scenario=scenario, strategy=strategy)
         if recovery:
             values["recovery"] = recovery
-        return replay_command(RunConfig(**values), int(info.get("ranks", 1)))
+        # launched as the run was (run.json), not as this process would launch it
+        launch = from_record(info.get("replay_launch"))  # launched as the run was, not as this process would
+        return replay_command(RunConfig(**values), int(info.get("ranks", 1)), launch=launch)
     except (TypeError, ValueError, ImportError):
         return ""
 
