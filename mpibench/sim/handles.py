@@ -137,10 +137,17 @@ class Comm:
         return pickle.loads(req.data)
 
     def Iprobe(self, source: int = M.ANY_SOURCE, tag: int = M.ANY_TAG, status=None) -> bool:
-        self._usable((source,) if source >= 0 else ())
+        """A probe fails only for a death the caller knows of (CommState.failed): a given dead
+        source, or for any source one not yet acknowledged (Open MPI 5.0.11)."""
+        self._usable()
         now = _now()
+        known = {p.gid for p in self.state.failed(self.rank, now)}
+        if source >= 0 and self.state.procs[source].gid in known:
+            M._raise(M.ERR_PROC_FAILED)
         msg = self.state.probe(self.rank, source, tag, now)
-        if msg is None:  # an any-source probe with a failure noticed: no error (Open MPI 5.0.11)
+        if msg is None:
+            if source < 0 and known - self.state.acked.get(self.rank, set()):
+                M._raise(M.ERR_PROC_FAILED)
             return False
         if status is not None:
             status.source, status.tag = msg.source, msg.tag

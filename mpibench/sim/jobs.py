@@ -97,9 +97,10 @@ def simulate_job(body, ranks: int, settings: SimSettings = SimSettings(), quiet:
     from mpibench.sync.auto_choices import kept_apart
 
     start = time.perf_counter()
-    with kept_apart(dict(settings.auto_choices)):
+    with kept_apart(dict(settings.auto_choices)) as record:
         result = run_world(ranks, lambda: _guard(body), _replacement_body, settings.net, settings.options,
                            settings.measure_compute, settings.cpu_scale)
+        result.auto_choices = dict(record)
     status = job_status(result)
     if result.deadlocked:
         print(f"engine sim: processes {' '.join(map(str, result.deadlocked))} waited forever "

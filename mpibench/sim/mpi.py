@@ -155,14 +155,24 @@ def _raise(error_class: int):
     raise Exception(error_class)
 
 
+def _learn(req, error_class: int) -> None:
+    """The caller's operation failed for a death: from now on it knows of the deaths it noticed."""
+    if error_class in (ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING):
+        me = _env.proc()
+        if me in req.comm.procs:
+            req.comm.learn(req.comm.procs.index(me), _env.sched.now())
+
+
 def _wait(req):
     """Block the calling process until ``req`` finishes; its result, or the MPI error."""
     _env.sched.block(lambda: req.ready_at(w.INF))
     state, error_class = req.outcome(_env.sched.now())
     if state == "error":
+        _learn(req, error_class)
         _raise(error_class)
     result = req.result() if isinstance(req, w.CollReq) else None
     if isinstance(result, Error):
+        _learn(req, result.error_class)
         _raise(result.error_class)
     return result
 
@@ -172,14 +182,16 @@ class Request:
     def __init__(self, req):
         self.req = req
 
-    def Test(self) -> bool:
+    def Test(self, status=None) -> bool:
         state, error_class = self.req.outcome(_env.sched.now())
         if state == "error":
+            _learn(self.req, error_class)
             _raise(error_class)
         return state == "done"
 
-    def Wait(self) -> None:
+    def Wait(self, status=None) -> bool:
         _wait(self.req)
+        return True
 
     def Cancel(self) -> None:
         self.req.cancelled = True
@@ -209,12 +221,13 @@ class Request:
         return _all_done(live, statuses)
 
     @staticmethod
-    def Waitall(requests, statuses=None) -> None:
+    def Waitall(requests, statuses=None) -> bool:
         """Every request finished; ``ERR_IN_STATUS`` when one failed (its class in its status)."""
         live = [r.req for r in requests if isinstance(r, Request)]
         _env.sched.block(lambda: _latest(live))
         if "error" in _states(live, statuses):
             _raise(ERR_IN_STATUS)
+        return True
 
 
 def _latest(reqs) -> float | None:
@@ -229,6 +242,8 @@ def _states(reqs, statuses=None) -> list[str]:
         state, error_class = r.outcome(now)
         if statuses is not None and i < len(statuses):
             statuses[i].error = error_class
+        if state == "error":
+            _learn(r, error_class)
         states.append(state)
     return states
 

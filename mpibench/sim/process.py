@@ -148,6 +148,7 @@ class WorldResult:
     virtual_s: float = 0.0
     switches: int = 0
     spawned: int = 0
+    auto_choices: dict = field(default_factory=dict)  # auto's record as the job left it (mpibench.sim.jobs)
 
 
 class Env:

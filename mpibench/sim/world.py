@@ -139,8 +139,18 @@ class CommState(PointToPoint):
         self.acked: dict[int, set] = {}  # rank -> gids acknowledged failed
 
     def failed(self, rank: int, now: float) -> list[Proc]:
+        """The failed processes ``rank`` knows of: noticed, and learned through an operation
+        of its own that failed (Open MPI tells ``Get_failed``, ``Ack_failed`` and probes of a
+        death only once a send, receive or collective of the process has failed on it)."""
         observer = self.procs[rank]
-        return [p for p in self.procs if self.world.notice_s(p, observer) <= now]
+        known = self.world.known.get(observer.gid, ())
+        return [p for p in self.procs if p.gid in known and self.world.notice_s(p, observer) <= now]
+
+    def learn(self, rank: int, now: float) -> None:
+        """An operation of ``rank`` failed for a death: every death it has noticed is known."""
+        observer = self.procs[rank]
+        known = self.world.known.setdefault(observer.gid, set())
+        known.update(p.gid for p in self.procs if self.world.notice_s(p, observer) <= now)
 
     # -- collectives
     def collective(self, rank: int, kind: str, payload, now: float, members=None, family="c") -> CollReq:
@@ -167,6 +177,7 @@ class World:
         self.handle = None  # set by the process model: (state, rank) -> a Comm handle
         self.results = {}  # set by the process model: collective kind -> what computes its results
         self.spawned = 0
+        self.known: dict[int, set] = {}  # observer gid -> gids whose failure it has learned (CommState.learn)
 
     def notice_s(self, proc: Proc, observer: Proc | None) -> float:
         """When ``observer`` learns that ``proc`` failed (INF: alive, or never told)."""
