@@ -118,7 +118,7 @@ def agree(world, coll, absent) -> None:
     observer = comm.procs[_ranks(coll)[0]]
     failed = {p.gid for p in comm.procs if world.notice_s(p, observer) <= coll.done_s}
     unacked = any(not failed <= acked for _, _, acked in coll.contribs.values())
-    value = 1
+    value = -1  # all bits set: MPI_Comm_agree is the bitwise AND of the integer flags
     for _, flag, _ in coll.contribs.values():
         value &= int(flag)
     for r in coll.contribs:

@@ -46,6 +46,13 @@ class Comm:
     def Is_inter(self) -> bool:
         return bool(self.state.inter_low)
 
+    def Is_intra(self) -> bool:
+        return not self.state.inter_low
+
+    def Is_revoked(self) -> bool:
+        """At once for the process that revoked it; for the others once the revoke reaches them."""
+        return self.state.revoked_s <= _now() or self.rank in self.state.revokers
+
     def Get_group(self) -> M.Group:
         return M.Group(self.state.procs)
 
@@ -230,6 +237,7 @@ class Comm:
     # -- ULFM
     def Revoke(self) -> None:
         M._env.check_alive()
+        self.state.revokers.add(self.rank)
         self.state.revoked_s = min(self.state.revoked_s, _now() + self.state.world.net.alpha_s)
 
     def Agree(self, flag: int) -> int:

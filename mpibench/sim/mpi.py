@@ -16,12 +16,13 @@ from .collectives import Error
 
 ERR_OTHER, ERR_SPAWN, ERR_UNKNOWN, ERR_IN_STATUS = w.ERR_OTHER, w.ERR_SPAWN, 14, w.ERR_IN_STATUS
 ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED = w.ERR_PROC_FAILED, w.ERR_PROC_FAILED_PENDING, w.ERR_REVOKED
+SUCCESS, IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 0, 1, 2, 3
 UNDEFINED, ANY_SOURCE, ANY_TAG, PROC_NULL = -32766, -1, -1, -2
 SUM, MAX, MIN = "sum", "max", "min"
 COMM_TYPE_SHARED = 0
 UNIVERSE_SIZE = 8  # an attribute key, as mpi4py's MPI.UNIVERSE_SIZE
 ERRORS_RETURN, ERRORS_ARE_FATAL = "errors_return", "errors_are_fatal"
-THREAD_MULTIPLE = 3
+THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 IN_PLACE = object()
 _STRINGS = {  # as Open MPI 5.0.11's MPI.Get_error_string gives them
     ERR_PROC_FAILED: "MPI_ERR_PROC_FAILED: Process Failure",
@@ -49,8 +50,16 @@ def Get_version() -> tuple[int, int]:
     return (3, 1)
 
 
+def get_vendor() -> tuple[str, tuple[int, int, int]]:
+    return ("mpibench simulated MPI", (0, 0, 0))
+
+
 def Wtime() -> float:
     return _env.sched.now()
+
+
+def Query_thread() -> int:
+    return THREAD_MULTIPLE  # as mpi4py initialises a real library
 
 
 def Is_initialized() -> bool:
@@ -105,6 +114,12 @@ class Group:
 
     def Free(self) -> None:
         pass
+
+    @staticmethod
+    def Compare(group1, group2) -> int:
+        if group1.procs == group2.procs:
+            return IDENT
+        return SIMILAR if set(group1.procs) == set(group2.procs) else UNEQUAL
 
     @staticmethod
     def Translate_ranks(group1, ranks, group2) -> list[int]:

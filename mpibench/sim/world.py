@@ -132,6 +132,7 @@ class CommState(PointToPoint):
         self.world, self.cid, self.procs = world, world.next_cid, tuple(procs)
         self.inter_low = inter_low  # an inter-communicator: the first inter_low procs are the spawners
         self.revoked_s = INF
+        self.revokers: set[int] = set()  # ranks that called Revoke (they know at once)
         self.unmatched: dict[int, list[Msg]] = {}  # dest rank -> messages not yet received
         self.posted: dict[int, list[RecvReq]] = {}  # dest rank -> receives not yet matched
         self.colls: dict = {}  # key -> Coll
