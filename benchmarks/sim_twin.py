@@ -19,6 +19,28 @@ import time
 from pathlib import Path
 
 
+RECORD_COLUMNS = ["date", "tag", "cases", "identical", "differing", "sizes", "strategies", "recoveries",
+                  "sampled_sweep_cases", "differing_cases", "wall_s", "launches"]
+
+
+def record(a, summary: dict, differing) -> None:
+    import csv
+    import datetime
+
+    a.record.parent.mkdir(parents=True, exist_ok=True)
+    new = not a.record.exists()
+    with open(a.record, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=RECORD_COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerow({"date": datetime.date.today().isoformat(), "tag": "simulated vs measured",
+                         "cases": summary["cases"], "identical": summary["identical"],
+                         "differing": summary["differing"], "sizes": a.sizes.replace(",", " "),
+                         "strategies": a.strategies.replace(",", " "), "recoveries": a.recoveries.replace(",", " "),
+                         "sampled_sweep_cases": a.sampled, "differing_cases": " ".join(r.case.case_id for r in differing),
+                         "wall_s": summary["wall_s"], "launches": 1})
+
+
 def main() -> int:
     from mpibench.drive.launch import launcher_argv
     from mpibench.sim.twin import RECOVERIES, STRATEGIES, matrix_cases, run_twin, sampled_sweep_cases
@@ -35,6 +57,8 @@ def main() -> int:
     ap.add_argument("--matrix", choices=("yes", "no"), default="yes")
     ap.add_argument("--batch", type=int, default=12, help="cases per MPI launch")
     ap.add_argument("--mpiexec", default=None)
+    ap.add_argument("--record", type=Path, default=None,
+                    help="append the counts to this CSV (the manual's is docs/measured/sim-twin.csv)")
     a = ap.parse_args()
     sizes = tuple(int(x) for x in a.sizes.split(","))
     cases = []
@@ -52,6 +76,8 @@ def main() -> int:
     (a.out / "twin.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(f"twin: {len(results)} cases, {summary['identical']} identical, {len(differing)} differing "
           f"({summary['wall_s']} s)")
+    if a.record is not None:
+        record(a, summary, differing)
     return 1 if differing else 0
 
 
