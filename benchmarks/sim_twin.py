@@ -9,6 +9,7 @@ and prints every difference with its two replay commands. Exit 0 when every case
 
     nice -n 15 python benchmarks/sim_twin.py OUT [--sizes 2,3,4] [--strategies ring,...]
         [--recoveries shrink,respawn] [--scenarios a,b] [--sampled N --sample-seed S] [--batch 12]
+        [--reuse-mpi: only the simulated side again, against the real jobs OUT already holds]
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def main() -> int:
     ap.add_argument("--matrix", choices=("yes", "no"), default="yes")
     ap.add_argument("--batch", type=int, default=12, help="cases per MPI launch")
     ap.add_argument("--mpiexec", default=None)
+    ap.add_argument("--reuse-mpi", action="store_true",
+                    help="compare with the real jobs an earlier run left in OUT; only the simulated side runs again")
     ap.add_argument("--record", type=Path, default=None,
                     help="append the counts to this CSV (the manual's is docs/measured/sim-twin.csv)")
     a = ap.parse_args()
@@ -68,7 +71,7 @@ def main() -> int:
     if a.sampled:
         cases += sampled_sweep_cases(a.sampled, a.sample_seed, sizes, a.steps)
     start = time.perf_counter()
-    results = run_twin(cases, a.out, launcher_argv(a.mpiexec), a.batch, stream=sys.stdout)
+    results = run_twin(cases, a.out, launcher_argv(a.mpiexec), a.batch, stream=sys.stdout, reuse_mpi=a.reuse_mpi)
     differing = [r for r in results if r.difference]
     summary = {"tag": "simulated vs measured", "cases": len(results), "identical": len(results) - len(differing),
                "differing": len(differing), "wall_s": round(time.perf_counter() - start, 1),

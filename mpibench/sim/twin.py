@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.drive.batching import Batch, case_folder, run_batch
-from mpibench.drive.cases import Case, Outcome, judge, write_case
+from mpibench.drive.cases import STATUS_FILE, Case, Outcome, batch_case_job, judge, replay_command, write_case
 from mpibench.drive.launch import JobResult
 from mpibench.faults.scenarios import SCENARIOS, build
+from mpibench.sync.auto_choices import read_record
 
 from .cases import TAIL_CHARS, config_of, sim_replay
 from .jobs import SimSettings, simulate_run
@@ -184,25 +185,38 @@ def compare_case(case: Case, out: Path, mpi: Outcome | None, choices: dict) -> T
     return TwinResult(case, sim_out, mpi, difference)
 
 
+def recorded_mpi(case: Case, out: Path, launcher: list[str], deadline_s: float) -> Outcome | None:
+    """The MPI outcome an earlier run of the matrix left in ``out`` (None: that case never finished)."""
+    run_dir = case_folder(out / "mpi", case) / "run"
+    if not (run_dir / STATUS_FILE).exists():
+        return None
+    job = batch_case_job(run_dir, JobResult(0, 0.0, deadline_s, "", ""), last=False)
+    return judge(case, run_dir, job, replay_command(launcher, case, run_dir.parent), in_batch=True)
+
+
 def run_twin(cases, out: Path, mpiexec: list[str], batch_size: int = 12, deadline_s: float = 180.0,
-             stream=None) -> list[TwinResult]:
-    """Every case on both engines; one :class:`TwinResult` each, also written to ``twin.csv``."""
+             stream=None, reuse_mpi: bool = False) -> list[TwinResult]:
+    """Every case on both engines; one :class:`TwinResult` each, also written to ``twin.csv``.
+    ``reuse_mpi``: compare with the real jobs an earlier run left in ``out`` (and read the
+    ``auto`` record they read), launching nothing: the simulated side alone is run again."""
     from mpibench.base.records import CsvLog
 
     from .process import install
 
     install()
     cases = list(cases)
-    for engine in ("sim", "mpi", "learn"):  # this folder's earlier matrix: replaced, never mixed in
+    for engine in ("sim",) if reuse_mpi else ("sim", "mpi", "learn"):  # an earlier matrix: replaced, never mixed in
         shutil.rmtree(out / engine, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
-    choices = learn_choices(cases, out)
+    choices = read_record(str(auto_record(out))) if reuse_mpi else learn_choices(cases, out)
     launcher = with_record(mpiexec, auto_record(out))
     table = CsvLog(str(out / "twin.csv"), COLUMNS)
     results = []
     for batch in batches(cases, batch_size):
-        outcomes, _ = run_batch(batch, out / "mpi", launcher, deadline_s)
-        by_id = {o.case.case_id: o for o in outcomes}
+        if reuse_mpi:
+            by_id = {c.case_id: recorded_mpi(c, out, launcher, deadline_s) for c in batch.cases}
+        else:
+            by_id = {o.case.case_id: o for o in run_batch(batch, out / "mpi", launcher, deadline_s)[0]}
         for case in batch.cases:
             result = compare_case(case, out, by_id.get(case.case_id), choices)
             results.append(result)
