@@ -1,7 +1,11 @@
 """Shared by every test: the tests folder on the import path, a closing summary that
 says, one line per reason, which tests did not run and why (a skip is never silent),
 and which tests must share a pytest worker."""
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,26 @@ settings.register_profile("mpibench", deadline=None)
 settings.load_profile("mpibench")
 
 SUMMARY_TITLE = "tests that did not run, and why"
+
+# The suite never writes where real runs on this machine read (auto's record of choices in
+# ~/.cache/mpibench, the compiled C floor beside it): every test process, and every job a test
+# launches (they inherit the environment), uses one cache folder of this session's own, made
+# by the first process (pytest-xdist's workers inherit its variable) and removed by it at exit.
+SESSION_CACHE_VARIABLE = "MPIBENCH_TEST_SESSION_CACHE"
+
+
+def _session_cache() -> str:
+    given = os.environ.get(SESSION_CACHE_VARIABLE)
+    if given:
+        return given
+    folder = tempfile.mkdtemp(prefix="mpibench-test-cache-")
+    os.environ[SESSION_CACHE_VARIABLE] = folder
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+os.environ["MPIBENCH_CACHE"] = _session_cache()
+os.environ.pop("MPIBENCH_AUTO_CHOICES", None)
 
 
 def skip_reason(report) -> str:

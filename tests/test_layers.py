@@ -27,9 +27,9 @@ SOURCES = {"mpibench": "mpibench", "kernels": "mpibench.kernels", "faults": "mpi
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("mpibench.base",)),
     # the simulated MPI library and its clock: stand-ins for mpi4py, importing nothing of production
-    ("simulated MPI", ("mpibench.sim.scheduler", "mpibench.sim.network", "mpibench.sim.world",
+    ("simulated MPI", ("mpibench.sim.scheduler", "mpibench.sim.network", "mpibench.sim.p2p", "mpibench.sim.world",
                        "mpibench.sim.collectives", "mpibench.sim.mpi", "mpibench.sim.handles",
-                       "mpibench.sim.process")),
+                       "mpibench.sim.threads", "mpibench.sim.process")),
     ("check", ("mpibench.check",)),
     ("kernels", ("mpibench.kernels",)),
     ("fault plans", ("mpibench.faults",)),

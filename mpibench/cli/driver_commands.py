@@ -28,6 +28,14 @@ def _check_sweep_numbers(seeds, steps, jobs, cases_per_launch, first_seed, shrin
         raise UsageError(f"--case-deadline must be a positive number of seconds, got {case_deadline}")
 
 
+def _recoveries(text: str) -> tuple[str, ...]:
+    found = tuple(parse_list(text, "--recoveries"))
+    unknown = [r for r in found if r not in ("shrink", "respawn")]
+    if unknown or not found:
+        raise UsageError(f"--recoveries takes shrink and/or respawn, got {text!r}")
+    return found
+
+
 @click.command()
 @click.option("--seeds", type=int, default=10, show_default=True,
               help="seeds; each gives a case per worker count and strategy (--swarm: per worker count)")
@@ -61,8 +69,10 @@ def _check_sweep_numbers(seeds, steps, jobs, cases_per_launch, first_seed, shrin
                    "partition boundary in the first 3 steps of each --workers world (2,3,4 by default)")
 @click.option("--replay-on-mpi/--no-replay-on-mpi", default=True, show_default=True,
               help="with --engine sim: replay each finding on real MPI")
+@click.option("--recoveries", default="shrink,respawn", show_default=True,
+              help="with --exhaustive: every interleaving under each of these recovery policies")
 def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
-          mutant, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, **kw):
+          mutant, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, recoveries, **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
     Cases of one worker count run many per mpirun job, the world size restored
@@ -93,7 +103,7 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
         sys.exit(sim_sweep_command(SimSweepRequest(
             seeds, tuple(worker_counts), tuple(parse_list(strategies, "--strategies")), steps, first_seed, swarm,
             exhaustive, engine, mutant, shrink_runs, case_deadline, time_budget, mpiexec if replay_on_mpi else "",
-            out_request(kw, "sweep", first_seed))))
+            out_request(kw, "sweep", first_seed), _recoveries(recoveries))))
     request = out_request(kw, "sweep", first_seed)
     stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
     try:

@@ -37,7 +37,7 @@ class ExhaustivePlan:
     strategies: tuple[str, ...] = ("ring",)
     steps: int = 4
     fault_steps: int = 3
-    recovery: str = "shrink"
+    recoveries: tuple[str, ...] = ("shrink",)
     pairs: bool = True
 
     def kill_points(self, p: int) -> list[Kill]:
@@ -80,11 +80,13 @@ class ExhaustivePlan:
             for label, events, options in self.schedules(p):
                 schedule = Schedule(f"exhaustive-{label}", p, events, options)
                 validate(schedule)
-                for strategy in self.strategies:
-                    yield Case(f"x-n{p}-{strategy}-{label}", 0, p, strategy, self.recovery, self.steps, schedule)
+                for recovery in self.recoveries:
+                    for strategy in self.strategies:
+                        case_id = f"x-n{p}-{strategy}{'' if recovery == 'shrink' else '-' + recovery}-{label}"
+                        yield Case(case_id, 0, p, strategy, recovery, self.steps, schedule)
 
     def count(self) -> int:
-        return sum(1 for p in self.workers for _ in self.schedules(p)) * len(self.strategies)
+        return sum(1 for p in self.workers for _ in self.schedules(p)) * len(self.strategies) * len(self.recoveries)
 
 
 def _kill_label(k: Kill) -> str:

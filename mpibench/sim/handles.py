@@ -46,6 +46,13 @@ class Comm:
     def Is_inter(self) -> bool:
         return bool(self.state.inter_low)
 
+    def Is_intra(self) -> bool:
+        return not self.state.inter_low
+
+    def Is_revoked(self) -> bool:
+        """At once for the process that revoked it; for the others once the revoke reaches them."""
+        return self.state.revoked_s <= _now() or self.rank in self.state.revokers
+
     def Get_group(self) -> M.Group:
         return M.Group(self.state.procs)
 
@@ -89,16 +96,19 @@ class Comm:
         """A send on a revoked communicator under ``revoked_sends="accepted"``: done, never delivered."""
         if self.state.revoked_s <= _now() and self.state.world.options.revoked_sends == "accepted":
             M._env.check_alive()
-            req = w.SendReq(self.state, _now())
-            req.done_s = _now()
-            return M.Request(req)
+            return M.Request(w.SendReq(self.state, _now(), _now()))
         return None
+
+    def _blocking_send_to(self, dest: int) -> None:
+        """A blocking send to a peer whose death is noticed fails at once, whatever its size."""
+        if not (self.state.revoked_s <= _now() and self.state.world.options.revoked_sends == "accepted"):
+            self._usable((dest,))
 
     def Isend(self, buf, dest: int, tag: int = 0) -> M.Request:
         accepted = self._revoked_send()
         if accepted is not None:
             return accepted
-        self._usable((dest,))
+        self._usable()  # a dead receiver fails the wait, never the post (Open MPI 5.0.11)
         return M.Request(self.state.send(self.rank, dest, tag, np.array(buf, copy=True), _now()))
 
     def Irecv(self, buf, source: int = M.ANY_SOURCE, tag: int = M.ANY_TAG) -> M.Request:
@@ -106,6 +116,7 @@ class Comm:
         return M.Request(self.state.recv(self.rank, source, tag, buf, _now()))
 
     def Send(self, buf, dest: int, tag: int = 0) -> None:
+        self._blocking_send_to(dest)
         self.Isend(buf, dest, tag).Wait()
 
     def Recv(self, buf, source: int = M.ANY_SOURCE, tag: int = M.ANY_TAG, status=None) -> None:
@@ -116,11 +127,12 @@ class Comm:
         accepted = self._revoked_send()
         if accepted is not None:
             return accepted
-        self._usable((dest,))
+        self._usable()
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         return M.Request(self.state.send(self.rank, dest, tag, data, _now()))
 
     def send(self, obj, dest: int, tag: int = 0) -> None:
+        self._blocking_send_to(dest)
         self.isend(obj, dest, tag).Wait()
 
     def recv(self, buf=None, source: int = M.ANY_SOURCE, tag: int = M.ANY_TAG, status=None):
@@ -132,13 +144,17 @@ class Comm:
         return pickle.loads(req.data)
 
     def Iprobe(self, source: int = M.ANY_SOURCE, tag: int = M.ANY_TAG, status=None) -> bool:
-        self._usable((source,) if source >= 0 else ())
+        """A probe fails only for a death the caller knows of (CommState.failed): a given dead
+        source, or for any source one not yet acknowledged (Open MPI 5.0.11)."""
+        self._usable()
         now = _now()
+        known = {p.gid for p in self.state.failed(self.rank, now)}
+        if source >= 0 and self.state.procs[source].gid in known:
+            M._raise(M.ERR_PROC_FAILED)
         msg = self.state.probe(self.rank, source, tag, now)
         if msg is None:
-            acked = self.state.acked.get(self.rank, set())
-            if source < 0 and any(p.gid not in acked for p in self.state.failed(self.rank, now)):
-                M._raise(M.ERR_PROC_FAILED_PENDING)  # ULFM: an any-source probe with a failure unacknowledged
+            if source < 0 and known - self.state.acked.get(self.rank, set()):
+                M._raise(M.ERR_PROC_FAILED)
             return False
         if status is not None:
             status.source, status.tag = msg.source, msg.tag
@@ -221,6 +237,7 @@ class Comm:
     # -- ULFM
     def Revoke(self) -> None:
         M._env.check_alive()
+        self.state.revokers.add(self.rank)
         self.state.revoked_s = min(self.state.revoked_s, _now() + self.state.world.net.alpha_s)
 
     def Agree(self, flag: int) -> int:

@@ -34,6 +34,9 @@ class SimSettings:
     measure_compute: bool | str = False
     # under measure_compute: virtual seconds charged per host second (the host's speed then / now)
     cpu_scale: float = 1.0
+    # ``auto``'s record for the job to start from, ((entry, candidate), ...): a simulated job
+    # keeps its own (virtual-time choices never reach the machine's file real runs read)
+    auto_choices: tuple = ()
 
 
 def _guard(body) -> int:
@@ -94,9 +97,13 @@ def simulate_run(config: RunConfig, request, ranks: int, settings: SimSettings =
 def simulate_job(body, ranks: int, settings: SimSettings = SimSettings(), quiet: bool = False):
     """``body()`` (a job body, as the command line runs it under mpirun) on ``ranks`` simulated
     processes, guarded as a real process is; (exit status, how each process ended)."""
+    from mpibench.sync.auto_choices import kept_apart
+
     start = time.perf_counter()
-    result = run_world(ranks, lambda: _guard(body), _replacement_body, settings.net, settings.options,
-                       settings.measure_compute, settings.cpu_scale)
+    with kept_apart(dict(settings.auto_choices)) as record:
+        result = run_world(ranks, lambda: _guard(body), _replacement_body, settings.net, settings.options,
+                           settings.measure_compute, settings.cpu_scale)
+        result.auto_choices = dict(record)
     status = job_status(result)
     if result.deadlocked:
         print(f"engine sim: processes {' '.join(map(str, result.deadlocked))} waited forever "

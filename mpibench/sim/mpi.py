@@ -14,19 +14,24 @@ from __future__ import annotations
 from . import world as w
 from .collectives import Error
 
-ERR_OTHER, ERR_SPAWN, ERR_UNKNOWN = w.ERR_OTHER, w.ERR_SPAWN, 14
+ERR_OTHER, ERR_SPAWN, ERR_UNKNOWN, ERR_IN_STATUS = w.ERR_OTHER, w.ERR_SPAWN, 14, w.ERR_IN_STATUS
 ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED = w.ERR_PROC_FAILED, w.ERR_PROC_FAILED_PENDING, w.ERR_REVOKED
+SUCCESS, IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 0, 1, 2, 3
 UNDEFINED, ANY_SOURCE, ANY_TAG, PROC_NULL = -32766, -1, -1, -2
 SUM, MAX, MIN = "sum", "max", "min"
 COMM_TYPE_SHARED = 0
 UNIVERSE_SIZE = 8  # an attribute key, as mpi4py's MPI.UNIVERSE_SIZE
 ERRORS_RETURN, ERRORS_ARE_FATAL = "errors_return", "errors_are_fatal"
-THREAD_MULTIPLE = 3
+THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 IN_PLACE = object()
-_STRINGS = {ERR_PROC_FAILED: "MPI_ERR_PROC_FAILED: Process Failure",
-            ERR_PROC_FAILED_PENDING: "MPI_ERR_PROC_FAILED_PENDING: Process Failure pending",
-            ERR_REVOKED: "MPI_ERR_REVOKED: Communicator revoked",
-            ERR_SPAWN: "MPI_ERR_SPAWN: All nodes which are allocated for this job are already filled"}
+_STRINGS = {  # as Open MPI 5.0.11's MPI.Get_error_string gives them
+    ERR_PROC_FAILED: "MPI_ERR_PROC_FAILED: Process Failure",
+    ERR_PROC_FAILED_PENDING: "MPI_ERR_PROC_FAILED_PENDING: Process Failure during an MPI_ANY_SOURCE "
+                             "non-blocking receive, request is still active",
+    ERR_REVOKED: "MPI_ERR_REVOKED: Communication Object Revoked",
+    ERR_SPAWN: "MPI_ERR_SPAWN: could not spawn processes",
+    ERR_IN_STATUS: "MPI_ERR_IN_STATUS: error code in status",
+    ERR_OTHER: "MPI_ERR_OTHER: known error not in list"}
 SIMULATED = True  # lets a reader of run.json's MPI section see the engine
 
 _env = None  # the process model: .sched, .world, .proc() (the calling simulated process)
@@ -45,8 +50,16 @@ def Get_version() -> tuple[int, int]:
     return (3, 1)
 
 
+def get_vendor() -> tuple[str, tuple[int, int, int]]:
+    return ("mpibench simulated MPI", (0, 0, 0))
+
+
 def Wtime() -> float:
     return _env.sched.now()
+
+
+def Query_thread() -> int:
+    return THREAD_MULTIPLE  # as mpi4py initialises a real library
 
 
 def Is_initialized() -> bool:
@@ -73,7 +86,10 @@ class Exception(Exception):  # noqa: A001 - mirrors mpi4py.MPI.Exception
 
 class Status:
     def __init__(self):
-        self.source, self.tag = ANY_SOURCE, ANY_TAG
+        self.source, self.tag, self.error = ANY_SOURCE, ANY_TAG, 0
+
+    def Get_error(self) -> int:
+        return self.error
 
     def Get_source(self) -> int:
         return self.source
@@ -98,6 +114,12 @@ class Group:
 
     def Free(self) -> None:
         pass
+
+    @staticmethod
+    def Compare(group1, group2) -> int:
+        if group1.procs == group2.procs:
+            return IDENT
+        return SIMILAR if set(group1.procs) == set(group2.procs) else UNEQUAL
 
     @staticmethod
     def Translate_ranks(group1, ranks, group2) -> list[int]:
@@ -148,14 +170,24 @@ def _raise(error_class: int):
     raise Exception(error_class)
 
 
+def _learn(req, error_class: int) -> None:
+    """The caller's operation failed for a death: from now on it knows of the deaths it noticed."""
+    if error_class in (ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING):
+        me = _env.proc()
+        if me in req.comm.procs:
+            req.comm.learn(req.comm.procs.index(me), _env.sched.now())
+
+
 def _wait(req):
     """Block the calling process until ``req`` finishes; its result, or the MPI error."""
     _env.sched.block(lambda: req.ready_at(w.INF))
     state, error_class = req.outcome(_env.sched.now())
     if state == "error":
+        _learn(req, error_class)
         _raise(error_class)
     result = req.result() if isinstance(req, w.CollReq) else None
     if isinstance(result, Error):
+        _learn(req, result.error_class)
         _raise(result.error_class)
     return result
 
@@ -165,14 +197,16 @@ class Request:
     def __init__(self, req):
         self.req = req
 
-    def Test(self) -> bool:
+    def Test(self, status=None) -> bool:
         state, error_class = self.req.outcome(_env.sched.now())
         if state == "error":
+            _learn(self.req, error_class)
             _raise(error_class)
         return state == "done"
 
-    def Wait(self) -> None:
+    def Wait(self, status=None) -> bool:
         _wait(self.req)
+        return True
 
     def Cancel(self) -> None:
         self.req.cancelled = True
@@ -181,9 +215,9 @@ class Request:
         pass
 
     @staticmethod
-    def Testall(requests) -> bool:
+    def Testall(requests, statuses=None) -> bool:
         live = [r.req for r in requests if isinstance(r, Request)]
-        if _all_done(live):
+        if _all_done(live, statuses):
             return True
         actor = _env.sched.me()
         key = id(requests)
@@ -199,24 +233,43 @@ class Request:
             return None if None in times else max(times)
 
         _env.sched.block(ready, _env.sched.now() + quantum)
-        return _all_done(live)
+        return _all_done(live, statuses)
 
     @staticmethod
-    def Waitall(requests) -> None:
-        for r in requests:
-            if isinstance(r, Request):
-                r.Wait()
+    def Waitall(requests, statuses=None) -> bool:
+        """Every request finished; ``ERR_IN_STATUS`` when one failed (its class in its status)."""
+        live = [r.req for r in requests if isinstance(r, Request)]
+        _env.sched.block(lambda: _latest(live))
+        if "error" in _states(live, statuses):
+            _raise(ERR_IN_STATUS)
+        return True
 
 
-def _all_done(reqs) -> bool:
+def _latest(reqs) -> float | None:
+    times = [r.ready_at(w.INF) for r in reqs]
+    return None if None in times else max(times, default=0.0)
+
+
+def _states(reqs, statuses=None) -> list[str]:
     now = _env.sched.now()
-    done = True
-    for r in reqs:
+    states = []
+    for i, r in enumerate(reqs):
         state, error_class = r.outcome(now)
+        if statuses is not None and i < len(statuses):
+            statuses[i].error = error_class
         if state == "error":
-            _raise(error_class)
-        done = done and state == "done"
-    return done
+            _learn(r, error_class)
+        states.append(state)
+    return states
+
+
+def _all_done(reqs, statuses=None) -> bool:
+    """Whether every request is done; ``ERR_IN_STATUS`` once one has failed, as Open MPI's
+    MPI_Testall gives it (never the failed request's own class: that is in its status)."""
+    states = _states(reqs, statuses)
+    if "error" in states:
+        _raise(ERR_IN_STATUS)
+    return all(state == "done" for state in states)
 
 
 Comm = Intracomm = Intercomm = None  # the handle class, registered by mpibench.sim.handles

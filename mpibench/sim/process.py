@@ -8,7 +8,9 @@ a simulated process, as that process would see them: ``time.monotonic``,
 ``time.perf_counter`` and ``time.sleep`` follow its virtual clock,
 ``os.getpid`` gives its own pid, ``os.kill`` of its own pid with SIGKILL
 kills it (the fault wrapper's scheduled kill), ``os._exit`` ends it, and
-``threading.Timer`` (the step watchdog) fires on the virtual clock. Outside
+``threading.Timer`` fires on the virtual clock, and ``threading.Thread`` and
+``threading.Event`` (the step watchdog, the quorum rule's stall) are actors and
+waits of that process (:mod:`.threads`). Outside
 a simulated process (the driver's own thread) every call is the real one.
 This is the one seam: the worker loop, the strategies and the recovery do
 not know which engine runs them.
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 from . import handles  # noqa: F401 - registers the handle class as MPI.Comm
 from . import mpi as sim_mpi
+from . import threads
 from .collectives import RESULTS
 from .network import Network
 from .scheduler import INF, Scheduler
@@ -131,6 +134,7 @@ def install() -> None:
     time.monotonic, time.perf_counter, time.sleep = _monotonic, _perf_counter, _sleep
     os.getpid, os.kill, os._exit = _getpid, _kill, _exit
     threading.Timer = _timer
+    threads.install(lambda: _env)
     builtins.open = _open
     os.environ["MPIBENCH_ASSUME_ULFM"] = "1"  # the simulated library implements ULFM
 
@@ -144,6 +148,7 @@ class WorldResult:
     virtual_s: float = 0.0
     switches: int = 0
     spawned: int = 0
+    auto_choices: dict = field(default_factory=dict)  # auto's record as the job left it (mpibench.sim.jobs)
 
 
 class Env:
@@ -177,9 +182,24 @@ class Env:
     def start(self, body, job: int, clock: float) -> Proc:
         proc = Proc(gid=len(self.world.procs), pid=PID_BASE + len(self.world.procs), job=job)
         self.world.procs.append(proc)
-        proc.actor = self.sched.spawn(f"p{proc.gid}", body, clock)
+
+        def main():
+            try:
+                return body()
+            finally:  # the process ends: so do its threads, as the OS ends them
+                for thread in proc.threads:
+                    self.sched.kill(thread, 0)
+        proc.actor = self.sched.spawn(f"p{proc.gid}", main, clock)
         proc.actor.process = proc
         return proc
+
+    def start_thread(self, body, name: str):
+        """A thread of the calling process: an actor of its own, on the process's clock."""
+        proc = self.proc()
+        actor = self.sched.spawn(f"p{proc.gid}:{name}", body, self.sched.now())
+        actor.process = proc
+        proc.threads.append(actor)
+        return actor
 
     def _spawn(self, count: int, at: float) -> list[Proc]:
         self.world.spawned += count
@@ -195,15 +215,17 @@ class Env:
         if proc.death_s == INF:
             proc.death_s = self.sched.now()
             proc.exit_code = code
-        self.sched.kill(proc.actor, code)
-        if self.sched.me() is proc.actor:
-            raise proc.actor.killed
+        for actor in (proc.actor, *proc.threads):
+            self.sched.kill(actor, code)
+        me = self.sched.me()
+        if me is not None and me.process is proc:
+            raise me.killed
 
     def abort(self, code: int) -> None:
         """``MPI_Abort``: every process ends with ``code``."""
         me = self.sched.me()
         for proc in self.world.procs:
-            if proc.actor is not me:
+            if me is None or proc is not me.process:
                 self.kill(proc, code)
         if me is not None:
             self.kill(me.process, code)
@@ -227,7 +249,7 @@ def run_world(ranks: int, body, spawn_body=None, net: Network | None = None, opt
             stuck = env.sched.run()
             if not stuck:
                 break
-            result.deadlocked += [a.process.gid for a in stuck]
+            result.deadlocked += sorted({a.process.gid for a in stuck} - set(result.deadlocked))
             for actor in stuck:  # as the launcher's timeout would: end them, let them unwind
                 env.kill(actor.process, 1)
     finally:
@@ -239,6 +261,6 @@ def run_world(ranks: int, body, spawn_body=None, net: Network | None = None, opt
         kind, value = proc.actor.result
         result.codes[proc.gid] = proc.exit_code if kind == "killed" and proc.exit_code is not None else (
             value if kind == "return" else 1)
-    result.virtual_s = max((p.actor.clock for p in env.world.procs), default=0.0)
+    result.virtual_s = max((a.clock for p in env.world.procs for a in (p.actor, *p.threads)), default=0.0)
     result.switches, result.spawned = env.sched.switches, env.world.spawned
     return result

@@ -27,6 +27,7 @@ class SimSweepRequest:
     time_budget_min: float | None
     mpiexec: str | None  # "": do not replay findings on MPI; None: the default launcher
     out: object  # the validated OutRequest
+    recoveries: tuple[str, ...] = ("shrink",)  # --exhaustive: each interleaving under each
 
 
 def _plan(r: SimSweepRequest):
@@ -38,13 +39,14 @@ def _plan(r: SimSweepRequest):
         if max(workers) > 4:
             raise UsageError(f"--exhaustive enumerates worlds of at most 4 workers, got {max(workers)}")
         steps = 4 if r.steps == 10 else max(r.steps, 4)  # the sweep's default 10 means "the plan's own"
-        plan = ExhaustivePlan(workers=workers, strategies=r.strategies, steps=steps)
+        plan = ExhaustivePlan(workers=workers, strategies=r.strategies, steps=steps, recoveries=r.recoveries)
         cases = plan.cases()
         if extra:
             from dataclasses import replace
 
             cases = (replace(c, extra=c.extra + extra) for c in cases)
-        return cases, plan.count(), {"plan": "exhaustive", "workers": list(workers)}
+        return cases, plan.count(), {"plan": "exhaustive", "workers": list(workers),
+                                     "recoveries": list(r.recoveries)}
     from mpibench.drive.sweep import SweepPlan
 
     plan = SweepPlan(None if r.time_budget_min else r.seeds, r.workers, r.strategies, r.steps, r.first_seed,

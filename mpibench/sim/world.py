@@ -7,8 +7,9 @@ it (:class:`mpibench.sim.mpi.Comm`). Nothing here blocks: requests answer *when*
 will be) finished, and the handles wait on that through the scheduler. The ULFM semantics, as
 Open MPI 5 documents them and mpibench relies on them:
 * a process that died is noticed by the others ``notice_s`` after its death; an operation that
-  needs it (a receive from it, a collective over it) fails with ``ERR_PROC_FAILED`` from then
-  on; messages it sent before dying are still delivered;
+  needs it (a receive from it, a large send to it, a collective over it) fails with
+  ``ERR_PROC_FAILED`` from then on; messages it sent before dying are still delivered
+  (point-to-point messages: :mod:`.p2p`);
 * ``Revoke`` makes every pending and later operation on the communicator fail with
   ``ERR_REVOKED``, except ``Agree``, ``Shrink``, ``Ack_failed``, ``Get_failed`` and ``Free``;
 * ``Agree`` completes over the live processes with the AND of their flags; it fails uniformly
@@ -33,9 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .network import Network
+from .p2p import (ERR_IN_STATUS, ERR_OTHER, ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED,  # noqa: F401
+                  ERR_SPAWN, PointToPoint, RecvReq, Req, SendReq)
 from .scheduler import INF, Scheduler
-
-ERR_OTHER, ERR_SPAWN, ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED = 16, 50, 75, 76, 77
 TOLERANT = {"agree", "shrink"}  # collectives that work on a revoked communicator and around the dead
 
 
@@ -48,6 +49,9 @@ class Options:
     # A send posted on a revoked communicator: "accepted" (completes, is never received), as Open
     # MPI 5.0.11 behaved in the exhaustive sweep's replays, or "refused" (at once), as ULFM reads.
     revoked_sends: str = "accepted"
+    # A send of up to this many bytes completes once its data has left, even to a dead peer; a
+    # larger one waits for the receiver's match (Open MPI 5.0.11's shared-memory transport here).
+    inline_send_bytes: int = 256
 
 
 @dataclass(eq=False)
@@ -61,85 +65,7 @@ class Proc:
     world: object = None
     exit_code: int | None = None
     files: list = field(default_factory=list)  # opened by it: closed when it ends, as by the OS
-
-
-@dataclass(eq=False)
-class Msg:
-    source: int
-    tag: int
-    data: object
-    arrival_s: float
-
-
-class Req:
-    """A pending operation: ``ready_at`` says when it is finished (None: not known yet)."""
-
-    def __init__(self, comm: "CommState", post_s: float):
-        self.comm, self.post_s = comm, post_s
-        self.done_s: float | None = None
-        self.error: tuple[float, int] | None = None
-        self.cancelled = False
-
-    def outcome(self, now: float):
-        """("done"|"error"|"pending", error class)."""
-        at = self.ready_at(now)
-        if at is None or at > now:
-            return "pending", 0
-        if self.done_s is not None and self.done_s <= now:
-            return "done", 0
-        return "error", self.error[1]
-
-    def ready_at(self, now: float) -> float | None:
-        raise NotImplementedError
-
-
-class SendReq(Req):
-    """A send completes ``message_s`` after it was posted (the data has left). A revoke
-    before then fails it only under ``revoked_sends="refused"``."""
-
-    def ready_at(self, now):
-        if self.done_s < self.comm.revoked_s or self.comm.world.options.revoked_sends == "accepted":
-            return self.done_s
-        self.error = (self.comm.revoked_s, ERR_REVOKED)
-        self.done_s = INF
-        return self.comm.revoked_s
-
-
-class RecvReq(Req):
-    def __init__(self, comm, post_s, rank, source, tag, buf, observer):
-        super().__init__(comm, post_s)
-        self.rank, self.source, self.tag, self.buf, self.observer = rank, source, tag, buf, observer
-        self.data = None
-        self.msg: Msg | None = None  # matched, not yet landed in ``buf``
-
-    def outcome(self, now: float):
-        """A matched message lands when the receiver sees it done (the library writes it as the
-        receiver progresses: a send posted meanwhile from an overlapping buffer sends the old)."""
-        state = super().outcome(now)
-        if state[0] == "done" and self.msg is not None:
-            msg, self.msg = self.msg, None
-            if self.buf is None:
-                self.data = msg.data
-            else:
-                np.copyto(self.buf.reshape(-1), np.asarray(msg.data).reshape(-1).view(self.buf.dtype))
-        return state
-
-    def ready_at(self, now):
-        if self.done_s is not None:
-            return self.done_s
-        if self.cancelled:
-            return None
-        times = []
-        if self.comm.revoked_s < INF:
-            times.append((max(self.post_s, self.comm.revoked_s), ERR_REVOKED))
-        peers = self.comm.procs if self.source < 0 else [self.comm.procs[self.source]]
-        notices = [self.comm.world.notice_s(p, self.observer) for p in peers]
-        if notices and min(notices) < INF:
-            times.append((max(self.post_s, min(notices)), ERR_PROC_FAILED))
-        if not times:
-            return None
-        self.error = min(times)
-        return self.error[0]
+    threads: list = field(default_factory=list)  # actors of the threads it started (mpibench.sim.threads)
 
 
 class CollReq(Req):
@@ -200,12 +126,13 @@ def _nbytes(payload) -> int:
     return 64
 
 
-class CommState:
+class CommState(PointToPoint):
     def __init__(self, world: "World", procs, inter_low: int = 0):
         world.next_cid += 1
         self.world, self.cid, self.procs = world, world.next_cid, tuple(procs)
         self.inter_low = inter_low  # an inter-communicator: the first inter_low procs are the spawners
         self.revoked_s = INF
+        self.revokers: set[int] = set()  # ranks that called Revoke (they know at once)
         self.unmatched: dict[int, list[Msg]] = {}  # dest rank -> messages not yet received
         self.posted: dict[int, list[RecvReq]] = {}  # dest rank -> receives not yet matched
         self.colls: dict = {}  # key -> Coll
@@ -213,44 +140,18 @@ class CommState:
         self.acked: dict[int, set] = {}  # rank -> gids acknowledged failed
 
     def failed(self, rank: int, now: float) -> list[Proc]:
+        """The failed processes ``rank`` knows of: noticed, and learned through an operation
+        of its own that failed (Open MPI tells ``Get_failed``, ``Ack_failed`` and probes of a
+        death only once a send, receive or collective of the process has failed on it)."""
         observer = self.procs[rank]
-        return [p for p in self.procs if self.world.notice_s(p, observer) <= now]
+        known = self.world.known.get(observer.gid, ())
+        return [p for p in self.procs if p.gid in known and self.world.notice_s(p, observer) <= now]
 
-    # -- point to point
-    def send(self, rank: int, dest: int, tag: int, data, now: float) -> SendReq:
-        req = SendReq(self, now)
-        nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
-        src, dst = self.procs[rank], self.procs[dest]
-        req.done_s = now + self.world.net.message_s(nbytes, src.gid, dst.gid)
-        msg = Msg(rank, tag, data, req.done_s)
-        for recv in self.posted.get(dest, []):
-            if _matches(recv, rank, tag):
-                self.posted[dest].remove(recv)
-                self._deliver(recv, msg)
-                return req
-        self.unmatched.setdefault(dest, []).append(msg)
-        return req
-
-    def recv(self, rank: int, source: int, tag: int, buf, now: float) -> RecvReq:
-        req = RecvReq(self, now, rank, source, tag, buf, self.procs[rank])
-        msg = self.probe(rank, source, tag)
-        if msg is not None:
-            self.unmatched[rank].remove(msg)
-            self._deliver(req, msg)
-        else:
-            self.posted.setdefault(rank, []).append(req)
-        return req
-
-    def probe(self, rank: int, source: int, tag: int, now: float = INF) -> Msg | None:
-        for msg in self.unmatched.get(rank, []):
-            if (source < 0 or msg.source == source) and (tag < 0 or msg.tag == tag) and msg.arrival_s <= now:
-                return msg
-        return None
-
-    def _deliver(self, req: RecvReq, msg: Msg) -> None:
-        req.done_s = max(req.post_s, msg.arrival_s)
-        req.source_rank = msg.source
-        req.msg = msg  # lands when the receiver sees it done (RecvReq.outcome)
+    def learn(self, rank: int, now: float) -> None:
+        """An operation of ``rank`` failed for a death: every death it has noticed is known."""
+        observer = self.procs[rank]
+        known = self.world.known.setdefault(observer.gid, set())
+        known.update(p.gid for p in self.procs if self.world.notice_s(p, observer) <= now)
 
     # -- collectives
     def collective(self, rank: int, kind: str, payload, now: float, members=None, family="c") -> CollReq:
@@ -266,10 +167,6 @@ class CommState:
         return CollReq(self, now, coll, rank)
 
 
-def _matches(recv: RecvReq, source: int, tag: int) -> bool:
-    return (recv.source < 0 or recv.source == source) and (recv.tag < 0 or recv.tag == tag) and not recv.cancelled
-
-
 class World:
     """Every process and communicator of one simulated job, and its options."""
 
@@ -281,6 +178,7 @@ class World:
         self.handle = None  # set by the process model: (state, rank) -> a Comm handle
         self.results = {}  # set by the process model: collective kind -> what computes its results
         self.spawned = 0
+        self.known: dict[int, set] = {}  # observer gid -> gids whose failure it has learned (CommState.learn)
 
     def notice_s(self, proc: Proc, observer: Proc | None) -> float:
         """When ``observer`` learns that ``proc`` failed (INF: alive, or never told)."""

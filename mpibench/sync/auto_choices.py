@@ -14,9 +14,14 @@ replay a run on another machine with its choices, copy the file there and point
 ``MPIBENCH_AUTO_CHOICES`` at it; to time afresh, remove it. A record that cannot be
 read counts as empty and one that cannot be written is left as it was: the run
 goes on, and its choice is still in its ``algorithm`` column and its history.
+
+An engine whose timings are not this machine's (the simulated engine: virtual time) keeps
+its record apart (:func:`kept_apart`): in memory for the duration of its job, starting from
+what it is given, never read from or written to the file real runs read.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -48,13 +53,38 @@ def _read(path: str) -> dict:
     return {str(k): str(v) for k, v in choices.items()} if isinstance(choices, dict) else {}
 
 
+_apart: dict | None = None  # the record of an engine kept apart (kept_apart), else None
+
+
+@contextlib.contextmanager
+def kept_apart(initial=None):
+    """Read and store choices in a record of their own for the duration, starting from
+    ``initial`` (entry -> name); the machine's file is neither read nor written meanwhile."""
+    global _apart
+    saved, _apart = _apart, dict(initial or {})
+    try:
+        yield _apart
+    finally:
+        _apart = saved
+
+
+def read_record(path: str) -> dict:
+    """The choices a record file holds (empty when it cannot be read)."""
+    return _read(path)
+
+
 def lookup(entry: str) -> str | None:
     """The recorded candidate name for ``entry`` (a :func:`key`), or None."""
+    if _apart is not None:
+        return _apart.get(entry)
     return _read(record_path()).get(entry)
 
 
 def store(entry: str, name: str) -> None:
     """Add ``entry -> name`` to the record (merged with what is there, tmp file + rename)."""
+    if _apart is not None:
+        _apart[entry] = name
+        return
     path = record_path()
     choices = _read(path)
     choices[entry] = name
