@@ -30,15 +30,22 @@ from .ps import ParameterServer
 from .rabenseifner import Rabenseifner
 from .rd import RecursiveDoubling
 from .ring import RingAllreduce
+from .zero_halving import ZeroHalving
+from .zero_ring import ZeroRing
 
 ENTRY_POINT_GROUP = "mpibench.strategies"
 
 BUILTIN: dict[str, type[SyncStrategy]] = {cls.name: cls for cls in (
-    NativeAllreduce, RingAllreduce, ParameterServer, RecursiveDoubling, Rabenseifner, Hierarchical, Auto)}
+    NativeAllreduce, RingAllreduce, ParameterServer, RecursiveDoubling, Rabenseifner, Hierarchical, Auto,
+    ZeroRing, ZeroHalving)}
 
 # The hand-written strategies every fault scenario and the sweep run by default (native is the
 # baseline the benchmarks divide by).
 CHECKED: tuple[str, ...] = ("ring", "ps", "rd", "rabenseifner", "hier", "auto")
+
+# The sharded strategies (reduce-scatter, each rank steps its own shard, all-gather): run by
+# name (run, sweep --strategies, sim exhaustive), not in the main job's default set.
+SHARDED: tuple[str, ...] = ("zero-ring", "zero-halving")
 
 # The options a strategy may read from its ``options`` dict, and what each means.
 OPTIONS: dict[str, str] = {
