@@ -64,6 +64,13 @@ def scenario_config(config: RunConfig, schedule) -> RunConfig:
     return replace(config, **changes) if changes else config
 
 
+def check_supported(config: RunConfig, schedule) -> None:
+    """Refuse (exit 2) a run whose faults would need optimizer state no survivor holds."""
+    from mpibench.engine.optimizer import check_supported as optimizer_check
+
+    optimizer_check(config, schedule)
+
+
 def _check_ulfm(schedule) -> None:
     from mpibench.base import runinfo
 
@@ -155,6 +162,7 @@ def run_scenario_on(config: RunConfig, mpi_comm: MPI.Comm, records: RunRecords, 
     _check_ulfm(schedule)
     config = scenario_config(config, schedule)
     config.validate(n)
+    check_supported(config, schedule)
     if mpi_comm.Get_rank() == 0:
         write_case_json(config, schedule, continuation, n)
     history = open_history(config, continuation, mpi_comm.Get_rank())
