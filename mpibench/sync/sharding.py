@@ -81,6 +81,15 @@ class ShardLayout:
         return buf[o:o + 1]
 
 
+def by_worker_id(worker_ids) -> tuple[list[int], int]:
+    """(communicator rank of each position in worker-id order, this list's inverse lookup).
+
+    Shards are owned by position in ascending worker id, not by communicator rank: a
+    replacement spawned for worker w may get any rank, yet it takes over w's shard."""
+    order = sorted(range(len(worker_ids)), key=lambda r: worker_ids[r])
+    return order, {r: v for v, r in enumerate(order)}
+
+
 def pack(backend, layout: ShardLayout, buf, grad_sum, count: int) -> None:
     """Write every shard's ``[sums..., count]`` into the step buffer."""
     for i in range(layout.count):

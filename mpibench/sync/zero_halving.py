@@ -28,23 +28,23 @@ from .rounds import Round, compact, run_rounds
 _TAG = 52
 
 
-def halving_rounds(p: int, rank: int, buf, scratch, plan: segments.SegmentPlan) -> tuple[list, list]:
-    """(fold + reduce-scatter by halving, all-gather by doubling + unfold) over one bucket."""
-    group = list(range(p))
-    fold = plans.Fold(p)
+def halving_rounds(group: list[int], rank: int, buf, scratch, plan: segments.SegmentPlan) -> tuple[list, list]:
+    """(fold + reduce-scatter by halving, all-gather by doubling + unfold) over one bucket;
+    ``group`` lists communicator ranks by position, ``rank`` is this rank's position."""
+    fold = plans.Fold(len(group))
     scatter = [fold_in(group, rank, fold, [buf], [scratch])]
     gather = []
     v = fold.core_rank(rank)
     if v is not None:
         steps = plans.halving_steps(fold.core, v)
         for step in steps:
-            peer = fold.rank_of(step.partner)
+            peer = group[fold.rank_of(step.partner)]
             rnd = Round((peer,))
             rnd.send(views(buf, plan, 0, *step.send), peer)
             rnd.recv(views(scratch, plan, 0, *step.keep), peer, into=views(buf, plan, 0, *step.keep))
             scatter.append(rnd)
         for step in reversed(steps):
-            peer = fold.rank_of(step.partner)
+            peer = group[fold.rank_of(step.partner)]
             rnd = Round((peer,))
             rnd.send(views(buf, plan, 0, *step.keep), peer)
             rnd.recv(views(buf, plan, 0, *step.send), peer)
@@ -64,15 +64,17 @@ class ZeroHalving(SyncStrategy):
         self.layout = sharding.ShardLayout(n_params, self.fold.core)
         self.buffer = backend.zeros(self.layout.buffer_length)
         self._scratch = backend.empty(self.layout.buffer_length)
-        self._rounds = halving_rounds(comm.size, comm.rank, self.buffer, self._scratch, self.layout.plan())
+        self.group, position = sharding.by_worker_id(comm.worker_ids)
+        self.position = position[comm.rank]  # positions in worker-id order own the shards
+        self._rounds = halving_rounds(self.group, self.position, self.buffer, self._scratch, self.layout.plan())
         self._plain = None
 
     def owned_shard(self) -> int | None:
         """The shard this rank steps (its core position; None when folded out)."""
-        return self.fold.core_rank(self.comm.rank)
+        return self.fold.core_rank(self.position)
 
     def owners(self) -> tuple[int, ...]:
-        return tuple(self.comm.worker_ids[self.fold.rank_of(v)] for v in range(self.fold.core))
+        return tuple(self.comm.worker_ids[self.group[self.fold.rank_of(v)]] for v in range(self.fold.core))
 
     def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
         layout, (scatter, gather) = self.layout, self._rounds
@@ -96,7 +98,7 @@ class ZeroHalving(SyncStrategy):
             widths = segments.split_widths(len(buf), self.fold.core)
             plan = segments.SegmentPlan(segments.offsets_of(widths)[None, :], widths[None, :], len(buf))
             scratch = self.backend.empty(len(buf))
-            self._plain = (buf, plan, *halving_rounds(self.comm.size, self.comm.rank, buf, scratch, plan))
+            self._plain = (buf, plan, *halving_rounds(self.group, self.position, buf, scratch, plan))
         return self._plain
 
     def reduce_scatter(self, buf) -> Reduction:

@@ -2,7 +2,7 @@
 
 The step buffer is laid out by :class:`~.sharding.ShardLayout`: shard ``i``
 of the parameters with its own count slot. In ``p - 1`` reduce-scatter rounds
-each rank passes one shard to its right neighbour and adds the one arriving
+each rank (in ascending worker-id order around the ring) passes one shard to its right neighbour and adds the one arriving
 from its left, so that rank ``r`` ends holding the full sum (and the total
 count) of shard ``r`` and of no other. Rank ``r`` alone steps shard ``r``
 (divide once by the count, update) and writes the stepped parameters over
@@ -31,10 +31,11 @@ def collective_busbw_factor(ranks: int) -> float:
     return (ranks - 1) / ranks if ranks > 1 else 0.0
 
 
-def ring_rounds(plan: segments.SegmentPlan, rank: int, buf, scratch) -> tuple[list, list]:
-    """(reduce-scatter rounds, all-gather rounds) of one bucket's segments; rank ``r`` owns segment ``r``."""
+def ring_rounds(plan: segments.SegmentPlan, ring: list[int], rank: int, buf, scratch) -> tuple[list, list]:
+    """(reduce-scatter rounds, all-gather rounds) of one bucket's segments around ``ring``
+    (communicator ranks in ring order); ring position ``r`` ends owning segment ``r``."""
     p = plan.parts
-    left, right = (rank - 1) % p, (rank + 1) % p
+    left, right = ring[(rank - 1) % p], ring[(rank + 1) % p]
 
     def view(array, seg, base=None):
         o, w = int(plan.offsets[0, seg]), int(plan.widths[0, seg])
@@ -65,12 +66,14 @@ class ZeroRing(SyncStrategy):
         self.layout = sharding.ShardLayout(n_params, comm.size)
         self.buffer = backend.zeros(self.layout.buffer_length)
         self._scratch = backend.empty(int(self.layout.buffer_widths.max(initial=0)))
-        self._rounds = ring_rounds(self.layout.plan(), comm.rank, self.buffer, self._scratch)
+        self.ring, position = sharding.by_worker_id(comm.worker_ids)
+        self.position = position[comm.rank]  # the ring runs in worker-id order
+        self._rounds = ring_rounds(self.layout.plan(), self.ring, self.position, self.buffer, self._scratch)
         self._plain = None  # (buf, scatter, gather) for reduce() on a plain buffer
 
     def owned_shard(self) -> int | None:
         """The shard this rank steps."""
-        return self.comm.rank
+        return self.position
 
     def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
         layout, scatter, gather = self.layout, *self._rounds
@@ -82,7 +85,7 @@ class ZeroRing(SyncStrategy):
         sharding.unpack(self.backend, layout, self.buffer, params)
         return sharding.ShardedReduction(
             self.comm.worker_ids, layout.buffer_pieces(), layout.buffer_length, self.name,
-            shards=layout.pieces(), owners=tuple(self.comm.worker_ids),
+            shards=layout.pieces(), owners=tuple(sorted(self.comm.worker_ids)),
             owned=[layout.pieces()[shard]], stepped=[stepped])
 
     # -- the collectives alone, on a plain buffer (benchmarks)
@@ -91,7 +94,7 @@ class ZeroRing(SyncStrategy):
             widths = segments.split_widths(len(buf), self.comm.size)
             plan = segments.SegmentPlan(segments.offsets_of(widths)[None, :], widths[None, :], len(buf))
             scratch = self.backend.empty(int(widths.max(initial=0)))
-            self._plain = (buf, plan, *ring_rounds(plan, self.comm.rank, buf, scratch))
+            self._plain = (buf, plan, *ring_rounds(plan, self.ring, self.position, buf, scratch))
         return self._plain
 
     def reduce_scatter(self, buf) -> Reduction:
