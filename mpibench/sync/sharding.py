@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import segments
-from .base import Reduction
+from .base import Reduction, SyncStrategy
+from .rounds import run_rounds
 
 
 @dataclass
@@ -97,16 +98,14 @@ def pack(backend, layout: ShardLayout, buf, grad_sum, count: int) -> None:
         backend.pack(buf[o:o + w], layout.params_view(grad_sum, i), count)
 
 
-def step_shard(backend, layout: ShardLayout, buf, params, shard: int, lr: float, optimizer=None):
+def step_shard(backend, layout: ShardLayout, buf, params, shard: int, lr: float):
     """The sharded optimizer step on ``shard``: divide its sums once by its count, update, and
-    write the stepped parameters over the sums for the all-gather. Returns a host copy of them."""
+    write the stepped parameters over the sums for the all-gather. Returns a host copy of them.
+    (The optimizer's state, if any, steps inside ``apply_update``: see engine/optimizer.py.)"""
     target = layout.params_view(params, shard)
     sums = layout.sums_view(buf, shard)
     count = layout.count_view(buf, shard)[0]
-    if optimizer is None:
-        backend.apply_update(target, sums, count, lr)
-    else:
-        optimizer.step_slice(backend, target, sums, count, lr, int(layout.offsets[shard]))
+    backend.apply_update(target, sums, count, lr)
     backend.load(sums, target)
     return np.array(target, dtype=np.float32, copy=True)
 
@@ -116,3 +115,41 @@ def unpack(backend, layout: ShardLayout, buf, params) -> None:
     for i in range(layout.count):
         if layout.widths[i]:
             backend.download(layout.sums_view(buf, i), layout.params_view(params, i))
+
+
+class ShardedStrategy(SyncStrategy):
+    """The sharded step over prepared rounds: pack, reduce-scatter, step the owned shard,
+    all-gather, unpack. A subclass sets ``layout``, ``buffer``, ``rounds`` (scatter, gather),
+    ``tag``, and says which shard this rank owns and who owns each."""
+
+    tag = 50
+    layout: ShardLayout
+    rounds: tuple
+
+    def owned_shard(self) -> int | None:
+        raise NotImplementedError
+
+    def owners(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
+        layout, (scatter, gather) = self.layout, self.rounds
+        pack(self.backend, layout, self.buffer, grad_sum, count)
+        run_rounds(self.comm, self.backend, scatter, self.tag)
+        owned, stepped = self.step_owned(params, lr)
+        run_rounds(self.comm, self.backend, gather, self.tag)
+        self.gather_into(params)
+        return ShardedReduction(self.comm.worker_ids, layout.buffer_pieces(), layout.buffer_length, self.name,
+                                shards=layout.pieces(), owners=self.owners(), owned=owned, stepped=stepped)
+
+    def step_owned(self, params, lr: float) -> tuple[list, list]:
+        """Step the shard this rank owns: (pieces stepped, host copies of what they became)."""
+        shard = self.owned_shard()
+        if shard is None:  # folded out: nothing owned, but the step's phase still passes here
+            self.backend.apply_update(params[:0], self.buffer[:0], 0, 0.0)
+            return [], []
+        stepped = step_shard(self.backend, self.layout, self.buffer, params, shard, lr)
+        return [self.layout.pieces()[shard]], [stepped]
+
+    def gather_into(self, params) -> None:
+        unpack(self.backend, self.layout, self.buffer, params)

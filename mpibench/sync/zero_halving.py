@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from . import plans, segments, sharding
-from .base import Reduction, SyncStrategy
+from .base import Reduction
 from .bucketed import fold_in, fold_out, views
 from .rd import fold_cost_s
 from .rounds import Round, compact, run_rounds
@@ -53,10 +53,11 @@ def halving_rounds(group: list[int], rank: int, buf, scratch, plan: segments.Seg
     return compact(scatter), compact(gather)
 
 
-class ZeroHalving(SyncStrategy):
+class ZeroHalving(sharding.ShardedStrategy):
     name = "zero-halving"
     summary = "sharded (ZeRO-2): reduce-scatter by recursive halving, sharded step, all-gather by doubling"
     option_names = ()
+    tag = _TAG
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)
@@ -66,7 +67,7 @@ class ZeroHalving(SyncStrategy):
         self._scratch = backend.empty(self.layout.buffer_length)
         self.group, position = sharding.by_worker_id(comm.worker_ids)
         self.position = position[comm.rank]  # positions in worker-id order own the shards
-        self._rounds = halving_rounds(self.group, self.position, self.buffer, self._scratch, self.layout.plan())
+        self.rounds = halving_rounds(self.group, self.position, self.buffer, self._scratch, self.layout.plan())
         self._plain = None
 
     def owned_shard(self) -> int | None:
@@ -75,23 +76,6 @@ class ZeroHalving(SyncStrategy):
 
     def owners(self) -> tuple[int, ...]:
         return tuple(self.comm.worker_ids[self.group[self.fold.rank_of(v)]] for v in range(self.fold.core))
-
-    def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
-        layout, (scatter, gather) = self.layout, self._rounds
-        sharding.pack(self.backend, layout, self.buffer, grad_sum, count)
-        run_rounds(self.comm, self.backend, scatter, _TAG)
-        shard = self.owned_shard()
-        owned, stepped = [], []
-        if shard is not None:
-            stepped.append(sharding.step_shard(self.backend, layout, self.buffer, params, shard, lr))
-            owned.append(layout.pieces()[shard])
-        else:
-            self.backend.apply_update(params[:0], self.buffer[:0], 0, lr)  # the step's phase: nothing owned
-        run_rounds(self.comm, self.backend, gather, _TAG)
-        sharding.unpack(self.backend, layout, self.buffer, params)
-        return sharding.ShardedReduction(
-            self.comm.worker_ids, layout.buffer_pieces(), layout.buffer_length, self.name,
-            shards=layout.pieces(), owners=self.owners(), owned=owned, stepped=stepped)
 
     def _plain_rounds(self, buf):
         if self._plain is None or self._plain[0] is not buf:

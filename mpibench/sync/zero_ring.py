@@ -20,7 +20,7 @@ buffer, an all-reduce; ``reduce_scatter`` and ``all_gather`` time them apart.
 from __future__ import annotations
 
 from . import segments, sharding
-from .base import Reduction, SyncStrategy
+from .base import Reduction
 from .rounds import Round, compact, run_rounds
 
 _TAG = 51
@@ -56,10 +56,11 @@ def ring_rounds(plan: segments.SegmentPlan, ring: list[int], rank: int, buf, scr
     return compact(scatter), compact(gather)
 
 
-class ZeroRing(SyncStrategy):
+class ZeroRing(sharding.ShardedStrategy):
     name = "zero-ring"
     summary = "sharded (ZeRO-2): ring reduce-scatter, each rank steps its own shard, ring all-gather"
     option_names = ()
+    tag = _TAG
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)
@@ -68,25 +69,15 @@ class ZeroRing(SyncStrategy):
         self._scratch = backend.empty(int(self.layout.buffer_widths.max(initial=0)))
         self.ring, position = sharding.by_worker_id(comm.worker_ids)
         self.position = position[comm.rank]  # the ring runs in worker-id order
-        self._rounds = ring_rounds(self.layout.plan(), self.ring, self.position, self.buffer, self._scratch)
+        self.rounds = ring_rounds(self.layout.plan(), self.ring, self.position, self.buffer, self._scratch)
         self._plain = None  # (buf, scatter, gather) for reduce() on a plain buffer
 
     def owned_shard(self) -> int | None:
         """The shard this rank steps."""
         return self.position
 
-    def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
-        layout, scatter, gather = self.layout, *self._rounds
-        sharding.pack(self.backend, layout, self.buffer, grad_sum, count)
-        run_rounds(self.comm, self.backend, scatter, _TAG)
-        shard = self.owned_shard()
-        stepped = sharding.step_shard(self.backend, layout, self.buffer, params, shard, lr)
-        run_rounds(self.comm, self.backend, gather, _TAG)
-        sharding.unpack(self.backend, layout, self.buffer, params)
-        return sharding.ShardedReduction(
-            self.comm.worker_ids, layout.buffer_pieces(), layout.buffer_length, self.name,
-            shards=layout.pieces(), owners=tuple(sorted(self.comm.worker_ids)),
-            owned=[layout.pieces()[shard]], stepped=[stepped])
+    def owners(self) -> tuple[int, ...]:
+        return tuple(sorted(self.comm.worker_ids))
 
     # -- the collectives alone, on a plain buffer (benchmarks)
     def _plain_rounds(self, buf):
