@@ -32,8 +32,8 @@ class ShardOffsetMixin:
         layout = self.layout
         o, w = int(layout.offsets[shard]), int(layout.widths[shard])
         target = params[o - 1:o - 1 + w]
-        sums = layout.sums_view(self.buffer, shard)
-        self.backend.apply_update(target, sums, layout.count_view(self.buffer, shard)[0], lr)
+        sums = layout.sums_view(self.step_buffer, shard)
+        self.backend.apply_update(target, sums, layout.count_view(self.step_buffer, shard)[0], lr)
         self.backend.load(sums, target)
         return [(o - 1, w)], [np.array(target, dtype=np.float32, copy=True)]
 
@@ -46,10 +46,10 @@ class StepTwiceMixin:
         if shard is None:
             return super().step_owned(params, lr)
         layout = self.layout
-        sums = layout.sums_view(self.buffer, shard)
+        sums = layout.sums_view(self.step_buffer, shard)
         kept = np.array(sums, copy=True)
         target = layout.params_view(params, shard)
-        count = layout.count_view(self.buffer, shard)[0]
+        count = layout.count_view(self.step_buffer, shard)[0]
         self.backend.apply_update(target, sums, count, lr)
         first = np.array(target, dtype=np.float32, copy=True)
         sums[...] = kept

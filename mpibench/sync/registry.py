@@ -167,8 +167,18 @@ def cost_function(name: str):
     try:
         entry = lookup(name)
     except UsageError:
-        return None
+        return _part_cost(name)
     return getattr(entry.cls, "cost_s", None)
+
+
+def _part_cost(name: str):
+    """``NAME:PART`` (a sharded strategy's ``reduce-scatter`` or ``all-gather`` bench row):
+    the strategy's ``part_cost_s(part, cal, p, nbytes)``, or None."""
+    base, _, part = name.rpartition(":")
+    part_cost = getattr(BUILTIN.get(base), "part_cost_s", None)
+    if part_cost is None or part not in ("reduce-scatter", "all-gather"):
+        return None
+    return lambda cal, p, nbytes, options=None: part_cost(part, cal, p, nbytes)
 
 
 def listing() -> list[str]:

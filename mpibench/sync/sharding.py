@@ -125,6 +125,24 @@ class ShardedStrategy(SyncStrategy):
     tag = 50
     layout: ShardLayout
     rounds: tuple
+    step_buffer: object  # the layout's buffer: every shard's sums with its own count slot
+
+    # ``buffer`` (the base's plain ``[sums..., count]``) is what the benchmarks reduce; a
+    # training step never uses it, so it is allocated only when asked for (the base's
+    # allocation is dropped) and does not count against the sharded strategies' memory.
+    @property
+    def buffer(self):
+        if self._plain_buffer is None:
+            self._plain_buffer = self.backend.zeros(self.n_params + 1)
+        return self._plain_buffer
+
+    @buffer.setter
+    def buffer(self, value) -> None:
+        self._plain_buffer = None  # the base's allocation, not kept
+
+    def total_count(self) -> int | float:
+        value = float(self.backend.to_host(self.step_buffer[-1:])[0])
+        return int(value) if np.isfinite(value) and value == int(value) else value
 
     def owned_shard(self) -> int | None:
         raise NotImplementedError
@@ -134,7 +152,7 @@ class ShardedStrategy(SyncStrategy):
 
     def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
         layout, (scatter, gather) = self.layout, self.rounds
-        pack(self.backend, layout, self.buffer, grad_sum, count)
+        pack(self.backend, layout, self.step_buffer, grad_sum, count)
         run_rounds(self.comm, self.backend, scatter, self.tag)
         owned, stepped = self.step_owned(params, lr)
         run_rounds(self.comm, self.backend, gather, self.tag)
@@ -146,10 +164,10 @@ class ShardedStrategy(SyncStrategy):
         """Step the shard this rank owns: (pieces stepped, host copies of what they became)."""
         shard = self.owned_shard()
         if shard is None:  # folded out: nothing owned, but the step's phase still passes here
-            self.backend.apply_update(params[:0], self.buffer[:0], 0, 0.0)
+            self.backend.apply_update(params[:0], self.step_buffer[:0], 0, 0.0)
             return [], []
-        stepped = step_shard(self.backend, self.layout, self.buffer, params, shard, lr)
+        stepped = step_shard(self.backend, self.layout, self.step_buffer, params, shard, lr)
         return [self.layout.pieces()[shard]], [stepped]
 
     def gather_into(self, params) -> None:
-        unpack(self.backend, self.layout, self.buffer, params)
+        unpack(self.backend, self.layout, self.step_buffer, params)

@@ -63,11 +63,11 @@ class ZeroHalving(sharding.ShardedStrategy):
         super().__init__(comm, backend, n_params, options)
         self.fold = plans.Fold(comm.size)
         self.layout = sharding.ShardLayout(n_params, self.fold.core)
-        self.buffer = backend.zeros(self.layout.buffer_length)
+        self.step_buffer = backend.zeros(self.layout.buffer_length)
         self._scratch = backend.empty(self.layout.buffer_length)
         self.group, position = sharding.by_worker_id(comm.worker_ids)
         self.position = position[comm.rank]  # positions in worker-id order own the shards
-        self.rounds = halving_rounds(self.group, self.position, self.buffer, self._scratch, self.layout.plan())
+        self.rounds = halving_rounds(self.group, self.position, self.step_buffer, self._scratch, self.layout.plan())
         self._plain = None
 
     def owned_shard(self) -> int | None:
@@ -98,6 +98,16 @@ class ZeroHalving(sharding.ShardedStrategy):
     def reduce(self, buf) -> Reduction:
         self.reduce_scatter(buf)
         return self.all_gather(buf)
+
+    @staticmethod
+    def part_cost_s(part: str, cal, p: int, nbytes: float) -> float:
+        """Half the fold, log2(q) a + ((q-1)/q) n b, plus ((q-1)/q) n g for the reduce-scatter."""
+        if p <= 1:
+            return cal.call_overhead_s
+        q = plans.largest_power_of_two(p)
+        share = (q - 1) / q
+        t = fold_cost_s(cal, p, nbytes, 1) / 2 + math.log2(q) * cal.alpha_s + share * nbytes * cal.beta_s_per_byte
+        return t + (share * nbytes * cal.gamma_s_per_byte(nbytes) if part == "reduce-scatter" else 0.0)
 
     @staticmethod
     def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:

@@ -65,11 +65,11 @@ class ZeroRing(sharding.ShardedStrategy):
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)
         self.layout = sharding.ShardLayout(n_params, comm.size)
-        self.buffer = backend.zeros(self.layout.buffer_length)
+        self.step_buffer = backend.zeros(self.layout.buffer_length)
         self._scratch = backend.empty(int(self.layout.buffer_widths.max(initial=0)))
         self.ring, position = sharding.by_worker_id(comm.worker_ids)
         self.position = position[comm.rank]  # the ring runs in worker-id order
-        self.rounds = ring_rounds(self.layout.plan(), self.ring, self.position, self.buffer, self._scratch)
+        self.rounds = ring_rounds(self.layout.plan(), self.ring, self.position, self.step_buffer, self._scratch)
         self._plain = None  # (buf, scatter, gather) for reduce() on a plain buffer
 
     def owned_shard(self) -> int | None:
@@ -103,10 +103,18 @@ class ZeroRing(sharding.ShardedStrategy):
         return self.all_gather(buf)
 
     @staticmethod
-    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
-        """Ring reduce-scatter + ring all-gather: 2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n g."""
+    def part_cost_s(part: str, cal, p: int, nbytes: float) -> float:
+        """All-gather: (p-1) a + ((p-1)/p) n b; reduce-scatter adds ((p-1)/p) n g."""
         if p <= 1:
             return cal.call_overhead_s
         share = (p - 1) / p
-        return (2 * (p - 1) * cal.alpha_s + 2 * share * nbytes * cal.beta_s_per_byte
-                + share * nbytes * cal.gamma_s_per_byte(nbytes))
+        t = (p - 1) * cal.alpha_s + share * nbytes * cal.beta_s_per_byte
+        return t + (share * nbytes * cal.gamma_s_per_byte(nbytes) if part == "reduce-scatter" else 0.0)
+
+    @staticmethod
+    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
+        """Ring reduce-scatter + ring all-gather: 2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n g,
+        one ring all-reduce (the sharded step's arithmetic, 1/p of the replicated one, is compute)."""
+        if p <= 1:
+            return cal.call_overhead_s
+        return ZeroRing.part_cost_s("reduce-scatter", cal, p, nbytes) + ZeroRing.part_cost_s("all-gather", cal, p, nbytes)
