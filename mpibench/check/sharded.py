@@ -45,6 +45,11 @@ def expected(strategy: str, group: tuple, n: int) -> tuple[list, tuple]:
     return shard_pieces(n, len(positions)), tuple(members[i] for i in positions)
 
 
+def contributors(view) -> list:
+    """The step's committing contributors (a dropped straggler took part but stepped nothing)."""
+    return [a for a in view.active if a.role == "contribute"]
+
+
 def evidence(a) -> dict | None:
     """A committing record's sharding evidence with its lists as tuples, or None."""
     s = a.sharding

@@ -49,6 +49,7 @@ class StepOutcome:
     role: str = "contribute"
     transfers: object = None  # this worker's host/device copies in the step (device back-ends)
     losses: np.ndarray | None = None  # this worker's per-sample losses (contributors), for the history
+    own: object = None  # this worker's own reduction, before recovery may share the root's outcome
 
 
 digest = params_digest  # the history's digest: blake2b of the float32 little-endian bytes
@@ -230,7 +231,7 @@ class Trainer:
             pending.losses = losses
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
-            reduction = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
+            reduction = pending.own = self.strategy.synchronize(self.params, grad_sum, count, self.config.lr)
             times.sync_s = time.perf_counter() - sync_start
             times.compute_s = sync_start - compute_start
             self.comm.mark(step, "after_apply")
@@ -276,7 +277,7 @@ class Trainer:
             losses=params_b64(p.losses) if full and p.losses is not None else None,
             algorithm=getattr(reduction, "algorithm", None) or None,
             optimizer=optimizer_evidence(self.optimizer) if full else None,
-            sharding=sharding_evidence(reduction, self.params) if full else None))
+            sharding=sharding_evidence(p.own, self.params) if full else None))
 
     def _advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
         """Move every member that consumed a batch this step; (epoch ends, lowest contributing epoch)."""

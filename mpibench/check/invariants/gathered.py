@@ -10,7 +10,7 @@ names the shard, its owner and the worker that holds something else.
 from __future__ import annotations
 
 from ..history import full_params, params_digest
-from ..sharded import evidence, is_sharded
+from ..sharded import contributors, evidence, is_sharded
 
 NAME = "gathered"
 
@@ -20,7 +20,7 @@ def applies(case) -> bool:
 
 
 def check(case, view):
-    active = sorted(view.active, key=lambda a: a.worker)
+    active = sorted(contributors(view), key=lambda a: a.worker)
     records = {a.worker: evidence(a) for a in active}
     if any(e is None for e in records.values()):
         return False, "a contributor committed a sharded step without its sharding evidence"

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import momentum
 from ..history import floats32
-from ..sharded import expected, is_sharded
+from ..sharded import contributors, expected, is_sharded
 from .equivalence import EPS32, _table, error_terms
 
 NAME = "optimizer_state"
@@ -47,7 +47,7 @@ def check(case, view):
     n = len(case.initial_params)
     started = bool(np.any(v.value))
     worst = 0.0
-    for a in sorted(view.active, key=lambda a: a.worker):
+    for a in sorted(contributors(view), key=lambda a: a.worker):
         held = [(int(o), int(length)) for o, length, _ in (a.optimizer or ())]
         owed = _owed(case, a, n, started)
         if held != owed:

@@ -11,7 +11,7 @@ holds is the reference update over the whole union).
 """
 from __future__ import annotations
 
-from ..sharded import evidence, expected, is_sharded
+from ..sharded import contributors, evidence, expected, is_sharded
 from .coverage import gap
 
 NAME = "ownership"
@@ -25,7 +25,7 @@ def check(case, view):
     n = len(case.initial_params)
     stepped = []
     shards = owners = None
-    for a in sorted(view.active, key=lambda a: a.worker):
+    for a in sorted(contributors(view), key=lambda a: a.worker):
         e = evidence(a)
         if e is None:
             return False, f"worker {a.worker} committed a sharded step without its sharding evidence"
