@@ -106,6 +106,7 @@ def test_a_refused_run_says_why_in_one_line_and_exits_2(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "no replica" in lines[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()  # refused before any folder is made
 
 
 def test_the_checker_models_momentum_and_bites_on_a_wrong_one(tmp_path):

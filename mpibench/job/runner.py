@@ -53,6 +53,8 @@ def prepare(config: RunConfig, world_size: int):
         schedule = load_schedule(config.scenario, world_size, config.seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if _parts.refuse:  # optimizer state no survivor would hold: refused before any folder is made
+        check_supported(scenario_config(config, schedule), schedule)
     return schedule
 
 
@@ -163,8 +165,6 @@ def run_scenario_on(config: RunConfig, mpi_comm: MPI.Comm, records: RunRecords, 
     _check_ulfm(schedule)
     config = scenario_config(config, schedule)
     config.validate(n)
-    if _parts.refuse:
-        check_supported(config, schedule)
     if mpi_comm.Get_rank() == 0:
         write_case_json(config, schedule, continuation, n)
     history = open_history(config, continuation, mpi_comm.Get_rank())
