@@ -34,7 +34,7 @@ class FaultLog:
                          f"reported failed by the runtime, not in the schedule; shrunk at step {step}; "
                          f"survivors saw: {' '.join(str(error).split())}")
             else:
-                extra = f" after {k.messages} message(s)" if k.phase == "mid_reduction" else ""
+                extra = f" after {k.messages} message(s)" if k.phase in ("mid_reduction", "mid_gather") else ""
                 self.row(trainer, k.step, k.phase, w, "kill", f"SIGKILL signal 9{extra}; shrunk at step {step}")
             if trainer.comm.rank == 0:
                 what = "killed" if k else "reported failed (not scheduled: suspected)"

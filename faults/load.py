@@ -7,7 +7,7 @@ them.
 """
 from __future__ import annotations
 
-from .scenarios import SCENARIOS, build
+from .scenarios import ALL_SCENARIOS, build
 from .schedule import Schedule, validate
 from .toml_io import load_file
 
@@ -18,7 +18,7 @@ def load_schedule(name_or_path: str, world_size: int, seed: int = 0) -> Schedule
     ``seed`` is accepted so seeded scenarios can be added without changing callers;
     the named scenarios and TOML files are fixed.
     """
-    if name_or_path in SCENARIOS:
+    if name_or_path in ALL_SCENARIOS:
         return validate(build(name_or_path, world_size))
     if name_or_path.endswith(".toml"):
         return validate(load_file(name_or_path, world_size))

@@ -98,14 +98,37 @@ def _options(name: str, n: int):
     return OPTIONS.get(name, ())
 
 
+# The sharded path's own stories (named for zero-ring and zero-halving; kept out of SCENARIOS,
+# which the main job runs under every strategy): under a replicated strategy no message follows
+# the update, so a mid_gather kill fires after applying.
+SHARDED_SCENARIOS: dict[str, tuple[str, int]] = {
+    "kill-mid-scatter": ("the last worker is SIGKILLed at step 2 after 1 message of the reduce-scatter", 2),
+    "kill-in-sharded-step": ("the last worker, the only owner of its shard, is SIGKILLed at step 2 "
+                             "after the reduce-scatter, before stepping its shard", 2),
+    "kill-mid-gather": ("the last worker is SIGKILLed at step 2 after 1 message of the all-gather", 2),
+    "kill-owner-0-mid-gather": ("worker 0 (owner of shard 0) is SIGKILLed at step 2 after 1 message "
+                                "of the all-gather", 2),
+}
+ALL_SCENARIOS = {**SCENARIOS, **SHARDED_SCENARIOS}
+
+
+def _sharded_events(name: str, n: int):
+    last = n - 1
+    return {"kill-mid-scatter": (Kill(last, 2, "mid_reduction", messages=1),),
+            "kill-in-sharded-step": (Kill(last, 2, "after_reduce"),),
+            "kill-mid-gather": (Kill(last, 2, "mid_gather", messages=1),),
+            "kill-owner-0-mid-gather": (Kill(0, 2, "mid_gather", messages=1),)}[name]
+
+
 def build(name: str, world_size: int) -> Schedule:
-    description, smallest = SCENARIOS[name]
+    description, smallest = ALL_SCENARIOS[name]
     if world_size < smallest:
         raise ValueError(f"scenario {name!r} needs at least {smallest} ranks, got {world_size}")
-    return Schedule(name, world_size, _events(name, world_size), _options(name, world_size))
+    events = _sharded_events(name, world_size) if name in SHARDED_SCENARIOS else _events(name, world_size)
+    return Schedule(name, world_size, events, _options(name, world_size))
 
 
 def describe() -> list[str]:
     """One line per scenario, for ``python -m mpibench scenarios``."""
-    width = max(len(n) for n in SCENARIOS)
-    return [f"{name:<{width}}  {text} (from {smallest} ranks)" for name, (text, smallest) in SCENARIOS.items()]
+    width = max(len(n) for n in ALL_SCENARIOS)
+    return [f"{name:<{width}}  {text} (from {smallest} ranks)" for name, (text, smallest) in ALL_SCENARIOS.items()]

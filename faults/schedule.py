@@ -22,6 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 PHASES = ("before_compute", "mid_reduction", "after_reduce", "after_apply", "recovery")
+# Kill phases beyond PHASES (kept apart so the random schedules draw as before):
+# mid_gather dies after ``messages`` data-plane messages sent after the update began (a
+# sharded strategy's all-gather); where none are sent it fires at after_apply.
+KILL_PHASES = PHASES + ("mid_gather",)
+COUNTED = ("mid_reduction", "mid_gather")  # the phases that count messages
 DELAY_WHERE = ("compute", "send")
 MAX_DELAY_S = 30.0
 
@@ -36,7 +41,7 @@ class Kill:
     kind = "kill"
 
     def text(self) -> str:
-        extra = f" after {self.messages} msg" if self.phase == "mid_reduction" else ""
+        extra = f" after {self.messages} msg" if self.phase in COUNTED else ""
         return f"kill {self.rank}@{self.step}/{self.phase}{extra}"
 
 
@@ -163,8 +168,8 @@ def _check_event(event, n: int) -> None:
     if isinstance(event, Kill):
         _check_rank(event.rank, n, what)
         _check_step(event.step, what)
-        if event.phase not in PHASES:
-            raise ValueError(f"{what}: unknown phase {event.phase!r} (choose from {', '.join(PHASES)})")
+        if event.phase not in KILL_PHASES:
+            raise ValueError(f"{what}: unknown phase {event.phase!r} (choose from {', '.join(KILL_PHASES)})")
         if not isinstance(event.messages, int) or event.messages < 1:
             raise ValueError(f"{what}: messages must be a whole number >= 1")
     elif isinstance(event, Delay):

@@ -9,8 +9,8 @@ Layout (ranks may be negative: -1 is the last rank)::
     [[kill]]
     rank = -1
     step = 2
-    phase = "mid_reduction"          # before_compute | mid_reduction | after_reduce | after_apply | recovery
-    messages = 2                     # mid_reduction only
+    phase = "mid_reduction"          # before_compute | mid_reduction | after_reduce | mid_gather | after_apply | recovery
+    messages = 2                     # mid_reduction and mid_gather only
     [[delay]]
     rank = 1
     steps = [3, 4]

@@ -29,7 +29,8 @@ from .schedule import Schedule
 
 
 # The loop's phases in order; "reduce" is where mid-reduction kills count messages.
-LOOP_ORDER = {"before_compute": 0, "reduce": 1, "mid_reduction": 1, "after_reduce": 2, "after_apply": 3}
+LOOP_ORDER = {"before_compute": 0, "reduce": 1, "mid_reduction": 1, "after_reduce": 2, "mid_gather": 2,
+              "after_apply": 3}
 
 
 class Injector:
@@ -43,6 +44,7 @@ class Injector:
         self.kills = {} if spent_kills else {(k.step, k.phase): k for k in schedule.kills if k.rank == worker_id}
         self.step, self.phase = -1, ""
         self.messages = 0
+        self.gathered = 0  # data-plane messages since the update began (a sharded all-gather)
         self.slept_s = 0.0  # delay injected in the current step
         self._delayed_steps: set[int] = set()
         self._send_delay_s = 0.0
@@ -66,6 +68,8 @@ class Injector:
         self.phase = phase
         if phase == "reduce":
             self.messages = 0
+        if phase == "after_reduce":
+            self.gathered = 0
         self._maybe_die(step, phase)
         if phase == "before_compute":
             self._maybe_delay(step)
@@ -79,7 +83,8 @@ class Injector:
         else:
             now = LOOP_ORDER.get(phase, -1)
             due = [k for (s, p), k in self.kills.items() if s == step and 0 <= LOOP_ORDER.get(p, 9) <= now
-                   and not (p == "mid_reduction" and phase == "reduce")]
+                   and not (p == "mid_reduction" and phase == "reduce")
+                   and not (p == "mid_gather" and phase == "after_reduce")]
         for kill in due:
             if kill is not None:
                 self.die(kill)
@@ -119,6 +124,11 @@ class Injector:
             self._sleep(seconds)
 
     def sent(self) -> None:
+        if self.phase == "after_reduce":
+            self.gathered += 1
+            kill = self.kills.get((self.step, "mid_gather"))
+            if kill is not None and self.gathered >= kill.messages:
+                self.die(kill)
         if self.phase != "reduce":
             return
         self.messages += 1

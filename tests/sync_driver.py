@@ -105,6 +105,8 @@ def variants(length: int, p: int):
     yield "auto", {"bucket_bytes": 4096}
     yield "auto", {"bucket_bytes": 1 << 20, "calibration": TINY_ALPHA}  # picks rabenseifner
     yield "auto", {"bucket_bytes": 4096, "calibration": MIXED}
+    yield "zero-ring", {}  # reduce() = its reduce-scatter + all-gather on a plain buffer
+    yield "zero-halving", {}
 
 
 def step_cases(comm: Comm, backend, p: int) -> int:
@@ -134,6 +136,33 @@ def step_cases(comm: Comm, backend, p: int) -> int:
     return cases
 
 
+def sharded_step_cases(comm: Comm, backend, p: int) -> int:
+    """The sharded step against native: lengths 0, 1, fewer than ranks, uneven; the shards
+    owned in worker-id order whatever the ranks' order (a replacement's rank)."""
+    cases = 0
+    for n_params in sorted({0, 1, max(p - 1, 0), p + 1, 677}):
+        count = [0, 5, 16, 1, 0, 9, 3, 7][comm.rank % 8]
+        grad = seeds.generator(5, seeds.BENCH, 96, comm.rank).standard_normal(n_params).astype(np.float32) * count
+        start = seeds.generator(5, seeds.BENCH, 95).standard_normal(n_params).astype(np.float32)
+        native = make_strategy("native", comm, backend, n_params, {})
+        want = start.copy()
+        native.synchronize(want, grad.copy(), count, 0.1)
+        for ids in (tuple(range(p)), tuple(reversed(range(p)))):
+            ordered = Comm(comm.mpi, ids, deadline_s=60)
+            for name in ("zero-ring", "zero-halving"):
+                strategy = make_strategy(name, ordered, backend, n_params, {})
+                params = start.copy()
+                reduction = strategy.synchronize(params, grad.copy(), count, 0.1)
+                assert strategy.total_count() == native.total_count(), (name, n_params)
+                check_same(comm, params, want.astype(np.float64), np.abs(start) + 1.0, f"p={p} {name} n={n_params}")
+                stepped = comm.mpi.allgather(reduction.owned)
+                assert sorted(o for mine in stepped for o in mine) == sorted(reduction.shards), (name, stepped)
+                if name == "zero-ring":  # shard i belongs to the i-th lowest worker id
+                    assert reduction.owners == tuple(sorted(ids)), reduction.owners
+                cases += 1
+    return cases
+
+
 def main() -> int:
     world = MPI.COMM_WORLD
     backend = NumpyBackend()
@@ -142,7 +171,7 @@ def main() -> int:
         sub = world.Split(0 if world.Get_rank() < p else MPI.UNDEFINED, world.Get_rank())
         if sub != MPI.COMM_NULL:
             comm = Comm(sub, deadline_s=60)
-            cases += reduce_cases(comm, backend, p) + step_cases(comm, backend, p)
+            cases += reduce_cases(comm, backend, p) + step_cases(comm, backend, p) + sharded_step_cases(comm, backend, p)
             sub.Free()
         world.Barrier()
     if world.Get_rank() == 0:

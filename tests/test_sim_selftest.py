@@ -51,6 +51,12 @@ REAL_MPI = {
     'copy-lies': 'caught by accounting at step 2',
     'late-copy-lies': 'caught by equivalence at step 1',
     'steps-csv-lies': 'caught by accounting at step 2',
+    # The sharding defects (mpibench/job/sharded_mutants.py), each trial run alone through
+    # drive.selftest.fresh_trial under this machine's mpirun -n 3 on 2026-12-02 06:31 UTC.
+    'shard-offset': 'caught by equivalence, ownership, gathered at step 0',
+    'owner-steps-twice': 'caught by equivalence, ownership at step 0',
+    'stale-gather': 'caught by replicas, gathered at step 0',
+    'state-lost-on-respawn': 'caught by equivalence, optimizer_state at step 2',
 }
 
 

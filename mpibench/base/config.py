@@ -29,6 +29,7 @@ class RunConfig:
     ps_shards: int = 0  # 0: one shard per member
     straggler_deadline: float = 0.0  # 0: wait for stragglers
     deadline_s: float = 30.0
+    momentum: float = 0.0  # SGD momentum; 0: plain SGD, no optimizer state
 
     def check_values(self) -> None:
         """What can be checked without knowing the world size: numbers finite and in range."""
@@ -42,6 +43,8 @@ class RunConfig:
                 raise UsageError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
         if self.lr <= 0:
             raise UsageError(f"--lr must be positive, got {self.lr}")
+        if not (math.isfinite(self.momentum) and 0 <= self.momentum < 1):
+            raise UsageError(f"--momentum must be at least 0 and below 1, got {self.momentum}")
 
     def validate(self, world_size: int) -> None:
         self.check_values()

@@ -47,6 +47,8 @@ class Attempt:
     losses: str | None  # the worker's per-sample float32 losses (contributors)
     decision: str | None = None  # None: the worker never returned from the agreement
     algorithm: str | None = None  # what a choosing strategy reduced with
+    optimizer: tuple | None = None  # (offset, length, base64 float32 state) held after the step
+    sharding: dict | None = None  # sharded strategies' evidence (read by check/sharded.py)
     file: str = ""
     worker: int = -1
 
@@ -175,7 +177,7 @@ def _attempt(r: dict, wf: WorkerFile, decision: str | None) -> Attempt:
         effective_batch=r["effective_batch"], pieces=_tuple(r["pieces"]),
         total_length=r["total_length"], loss_mean=r["loss_mean"], loss_var=r["loss_var"], error=r["error"],
         full_after=r["full_after"], losses=r["losses"], decision=decision, algorithm=r.get("algorithm"),
-        file=wf.name, worker=wf.worker)
+        optimizer=_tuple(r.get("optimizer")), sharding=r.get("sharding"), file=wf.name, worker=wf.worker)
 
 
 def _short(path: str) -> str:

@@ -107,7 +107,8 @@ def check_case(case_dir: str, reference_every: int | None = None) -> CaseVerdict
     for view in case.views():
         verdict.steps += view.agreed is not None
         for inv in (INVARIANTS if view.agreed is not None else NO_COMMIT):
-            verdict.rows.append(_judge(inv, case, view))
+            if getattr(inv, "applies", None) is None or inv.applies(case):
+                verdict.rows.append(_judge(inv, case, view))
     failed = verdict.violations > 0
     undecided = [r for r in verdict.rows if r.passed is None]
     verdict.verdict = "fail" if failed else "unknown" if undecided else "pass"

@@ -30,6 +30,9 @@ def run_options(func):
         click.option("--batch-size", type=int, default=d.batch_size, show_default=True,
                      help="local batch size per worker (epochs end on a shorter batch)"),
         click.option("--lr", type=float, default=d.lr, show_default=True, help="SGD learning rate"),
+        click.option("--momentum", type=float, default=d.momentum, show_default=True,
+                     help="SGD momentum (0: plain SGD; above 0 the optimizer keeps state, sharded by "
+                          "zero-ring and zero-halving)"),
         click.option("--bucket-bytes", default=str(d.bucket_bytes), show_default=True,
                      help="ring all-reduce bucket cap (4K, 1M, ...)"),
         click.option("--ps-shards", type=int, default=d.ps_shards, show_default=True,

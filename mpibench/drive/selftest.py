@@ -35,7 +35,10 @@ from mpibench.job.mutant_catalogue import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 # Mutants that live in the ring: they and their honest controls run under it.
-RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring"}
+RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring",
+                # the sharding defects, planted in zero-ring (mpibench.job.sharded_mutants)
+                "shard-offset": "zero-ring", "owner-steps-twice": "zero-ring", "stale-gather": "zero-ring",
+                "state-lost-on-respawn": "zero-ring"}
 STEPS = 6
 WORKERS = 3  # every trial's world size: the launcher must start this many ranks
 
@@ -96,6 +99,7 @@ def fault_events():
         "late-keeps-batch": (Delay(2, (1, 2), 0.6, "compute"),),
         "late-copy-lies": (Delay(2, (1, 2), 0.6, "compute"),),
         "abort-advances": (Kill(2, 1, "after_apply"),),
+        "state-lost-on-respawn": (Kill(2, 2, "before_compute"),),
     }
 
 
@@ -103,7 +107,11 @@ def fault_events():
 FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn"}
 # step3-lr plants its wrong update on a step the online check skips: the verdict of record must not.
 CHECK_EVERY = {"keep-aborted": 2, "step3-lr": 4}
-OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15"), "late-copy-lies": ("--straggler-deadline", "0.15")}
+OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15"), "late-copy-lies": ("--straggler-deadline", "0.15"),
+           "state-lost-on-respawn": ("--momentum", "0.9")}
+# Mutants without an honest control of their schedule: the honest run is refused (exit 2),
+# which is what the mutant shows the need for (tests/test_optimizer_refusal.py checks it).
+NO_CONTROL = ("state-lost-on-respawn",)
 
 
 def trials() -> list[Trial]:
@@ -126,6 +134,8 @@ def trials() -> list[Trial]:
     plan.append(Trial("honest/check-every-4", None, "native", WORKERS, False, group="control", check_every=4))
     seen = set()
     for name, events in faults.items():
+        if name in NO_CONTROL:
+            continue
         recovery = "respawn" if name.endswith("respawn") else "shrink"
         key = (events, recovery, CHECK_EVERY.get(name, 1), OPTIONS.get(name, ()))
         if key in seen:  # one honest run per distinct schedule and options
@@ -188,6 +198,8 @@ def strategy_trials(strategy: str) -> list[Trial]:
     plan = [Trial(f"{strategy}/no-faults", None, strategy, WORKERS, False, group="control")]
     seen = set()
     for name, events in fault_events().items():
+        if name in NO_CONTROL:
+            continue
         recovery = "respawn" if name.endswith("respawn") else "shrink"
         key = (events, recovery, OPTIONS.get(name, ()))
         if key in seen:

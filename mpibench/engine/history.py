@@ -84,6 +84,8 @@ class AttemptRecord:
     full_after: str | None  # base64 float32 parameters after the reduction (contributors)
     losses: str | None  # base64 float32 per-sample losses of this worker's batch (contributors)
     algorithm: str | None = None  # what a choosing strategy reduced with (auto:rd, hier[...])
+    optimizer: list | None = None  # [offset, length, base64 float32 state] held after the step (--momentum)
+    sharding: dict | None = None  # sharded strategies: shards, owners, owned, stepped and gathered digests
 
 
 class History:

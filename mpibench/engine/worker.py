@@ -26,6 +26,8 @@ from mpibench.sync.registry import options_of
 
 from .data import Cursor, Dataset, ShardWalker, next_cursor
 from .history import AttemptRecord, NoHistory, count_value, params_b64, params_digest
+from .sharded_evidence import optimizer_evidence, sharding_evidence
+from .optimizer import MomentumState
 from .model import MLP, Shapes, init_params
 from .recovery_hooks import Recovery
 from .steprecord import StepTimes, moments as _moments, record_step
@@ -48,6 +50,7 @@ class StepOutcome:
     role: str = "contribute"
     transfers: object = None  # this worker's host/device copies in the step (device back-ends)
     losses: np.ndarray | None = None  # this worker's per-sample losses (contributors), for the history
+    own: object = None  # this worker's own reduction, before recovery may share the root's outcome
 
 
 digest = params_digest  # the history's digest: blake2b of the float32 little-endian bytes
@@ -60,14 +63,16 @@ class PhaseBackend:
     first call in a step is the moment "after the reduction, before apply".
     """
 
-    def __init__(self, backend, on_apply):
-        self._backend, self._on_apply = backend, on_apply
+    def __init__(self, backend, on_apply, optimizer=None):
+        self._backend, self._on_apply, self._optimizer = backend, on_apply, optimizer
 
     def __getattr__(self, name):
         return getattr(self._backend, name)
 
     def apply_update(self, *args, **kwargs):
         self._on_apply()
+        if self._optimizer is not None:  # the optimizer's state steps with the parameters
+            return self._optimizer.step(self._backend, *args, **kwargs)
         return self._backend.apply_update(*args, **kwargs)
 
 
@@ -100,6 +105,7 @@ class Trainer:
         self.known_cursors: dict[int, Cursor] = {w: Cursor() for w in range(world_size)}
         self.known_cursors.update(known_cursors or {})
         self.known_cursors[comm.worker_id] = self.cursor
+        self.optimizer = MomentumState(config.momentum, self.params) if config.momentum else None
         self.strategy: SyncStrategy | None = self._strategy()
         self.summary = Summary()
         self._steps_run = 0
@@ -107,7 +113,8 @@ class Trainer:
 
     def _strategy(self) -> SyncStrategy:
         options = options_of(self.config)
-        backend = PhaseBackend(self.backend, lambda: self.data_comm.mark(self.step_no, "after_reduce"))
+        backend = PhaseBackend(self.backend, lambda: self.data_comm.mark(self.step_no, "after_reduce"),
+                               self.optimizer)
         return self.strategy_factory(self.config.strategy, self.data_comm, backend,
                                      self.shapes.n_params, options)
 
@@ -158,6 +165,8 @@ class Trainer:
                 self.history.resync(step, self.params)  # took the committing side's parameters
             cursor = self.cursor
             np.copyto(self.params_before, self.params)
+            if self.optimizer is not None:
+                self.optimizer.save()
             self._pending = StepOutcome(step, None, self.walker.shard[:0], cursor, None)
             if error is None:
                 try:
@@ -183,6 +192,8 @@ class Trainer:
     def rollback(self, cursor: Cursor) -> None:
         """Undo an attempt that did not commit: its update and its batch."""
         np.copyto(self.params, self.params_before)
+        if self.optimizer is not None:
+            self.optimizer.restore()
         self.cursor = cursor
 
     def next_batch(self, cursor: Cursor) -> tuple[np.ndarray, Cursor]:
@@ -221,8 +232,8 @@ class Trainer:
             pending.losses = losses
             self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
-            reduction = checked(self.strategy, self.strategy.synchronize(self.params, grad_sum, count,
-                                                                         self.config.lr), "synchronize()")
+            reduction = pending.own = checked(self.strategy, self.strategy.synchronize(
+                self.params, grad_sum, count, self.config.lr), "synchronize()")
             times.sync_s = time.perf_counter() - sync_start
             times.compute_s = sync_start - compute_start
             self.comm.mark(step, "after_apply")
@@ -266,7 +277,9 @@ class Trainer:
             error=" ".join(str(error).split()) if error is not None else None,
             full_after=params_b64(self.params) if full else None,
             losses=params_b64(p.losses) if full and p.losses is not None else None,
-            algorithm=getattr(reduction, "algorithm", None) or None))
+            algorithm=getattr(reduction, "algorithm", None) or None,
+            optimizer=optimizer_evidence(self.optimizer) if full else None,
+            sharding=sharding_evidence(p.own, self.params) if full else None))
 
     def _advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
         """Move every member that consumed a batch this step; (epoch ends, lowest contributing epoch)."""

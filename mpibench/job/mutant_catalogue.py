@@ -45,4 +45,9 @@ MUTANTS = {m.name: m for m in [
     Mutant("nan-grad", "NaN in a gradient element of one worker's buffer at step 2"),
     Mutant("float32-loss", "the loss sums travel and add in float32"),
     Mutant("stale-loss", "each step reports the previous step's loss statistics"),
+    Mutant("shard-offset", "zero-ring: every owner but the first steps its shard one element early"),
+    Mutant("owner-steps-twice", "zero-ring: each owner applies its shard's update twice"),
+    Mutant("stale-gather", "zero-ring: the last worker keeps its previous copy of shard 0 after the gather"),
+    Mutant("state-lost-on-respawn", "zero-ring --momentum: the replacement starts without the optimizer state "
+           "(the refusal switched off)", needs_faults=True),
 ]}

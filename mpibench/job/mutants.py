@@ -176,9 +176,10 @@ def strategy_factory(mutant: str, batch_size: int):
 
     from .loop_mutants import SkipMemberMixin
     from .record_mutants import RECORD_MIXINS
+    from .sharded_mutants import SHARDED_MIXINS
 
     mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin,
-              "skip-member": SkipMemberMixin, **RECORD_MIXINS}
+              "skip-member": SkipMemberMixin, **RECORD_MIXINS, **SHARDED_MIXINS}
 
     def build(name, comm, backend, n_params, options=None):
         if mutant in RINGS:
@@ -220,5 +221,8 @@ def install(mutant: str) -> None:
             kw["strategy_factory"] = strategy_factory(mutant, config.batch_size)
             super().__init__(config, *args, **kw)
 
+    from .sharded_mutants import NO_REFUSAL
+
     use_parts(RunParts(trainer=MutantTrainer,
-                       recovery=stale_rejoin_recovery() if mutant == "stale-rejoin" else None))
+                       recovery=stale_rejoin_recovery() if mutant == "stale-rejoin" else None,
+                       refuse=mutant not in NO_REFUSAL))

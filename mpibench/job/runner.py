@@ -22,6 +22,7 @@ class RunParts:
 
     trainer: type = Trainer
     recovery: type | None = None  # None: mpibench.faults.recovery.FaultRecovery
+    refuse: bool = True  # False: run what check_supported refuses (the state-lost-on-respawn mutant)
 
 
 _parts = RunParts()
@@ -52,6 +53,8 @@ def prepare(config: RunConfig, world_size: int):
         schedule = load_schedule(config.scenario, world_size, config.seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if _parts.refuse:  # optimizer state no survivor would hold: refused before any folder is made
+        check_supported(scenario_config(config, schedule), schedule)
     return schedule
 
 
@@ -62,6 +65,13 @@ def scenario_config(config: RunConfig, schedule) -> RunConfig:
     default = RunConfig()
     changes = {k: v for k, v in schedule.options if getattr(config, k) == getattr(default, k)}
     return replace(config, **changes) if changes else config
+
+
+def check_supported(config: RunConfig, schedule) -> None:
+    """Refuse (exit 2) a run whose faults would need optimizer state no survivor holds."""
+    from mpibench.engine.optimizer import check_supported as optimizer_check
+
+    optimizer_check(config, schedule)
 
 
 def _check_ulfm(schedule) -> None:

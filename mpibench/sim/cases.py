@@ -34,7 +34,7 @@ _FIELDS = {"--strategy": ("strategy", str), "--scenario": ("scenario", str), "--
            "--bucket-bytes": ("bucket_bytes", lambda t: parse_size(t)), "--ps-shards": ("ps_shards", int),
            "--straggler-deadline": ("straggler_deadline", float), "--deadline-s": ("deadline_s", float),
            "--lr": ("lr", float), "--features": ("features", int), "--hidden": ("hidden", int),
-           "--classes": ("classes", int), "--device": ("device", str)}
+           "--classes": ("classes", int), "--device": ("device", str), "--momentum": ("momentum", float)}
 TAIL_CHARS = 4000
 
 

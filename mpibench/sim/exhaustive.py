@@ -9,6 +9,10 @@ For each world size p and strategy the plan holds, in this order:
 * every pair of kill points on two different workers within the first
   ``fault_steps`` steps (those that leave a survivor), in the same recovery;
   a second kill at the same step may also fall in ``recovery``;
+* for a sharded strategy (``zero-ring``, ``zero-halving``) also every kill in its
+  all-gather: ``mid_gather`` at every message index from 1 to ``p - 1`` (the
+  reduce-scatter is the ``mid_reduction`` points; the sharded step is
+  ``after_reduce``);
 * every straggler drop: one worker late at one step, beyond the straggler
   deadline, before computing and before sending;
 * every partition boundary: each split into two sides, cut from each of the
@@ -27,6 +31,8 @@ from typing import Iterator
 from mpibench.drive.cases import Case
 from mpibench.faults.schedule import Delay, Kill, Partition, Schedule, validate
 
+# The sharded strategies (mpibench.sync.registry.SHARDED; not imported: that would load MPI).
+SHARDED = ("zero-ring", "zero-halving")
 STRAGGLER_DEADLINE_S = 0.15
 LATE_S = 0.6
 
@@ -43,6 +49,8 @@ class ExhaustivePlan:
     def kill_points(self, p: int) -> list[Kill]:
         phases = ["before_compute"] + [("mid_reduction", k) for k in range(1, 2 * (p - 1) + 1)] + \
                  ["after_reduce", "after_apply"]
+        if any(s in SHARDED for s in self.strategies):
+            phases += [("mid_gather", k) for k in range(1, p)]
         points = []
         for w, s, phase in itertools.product(range(p), range(self.fault_steps), phases):
             if isinstance(phase, tuple):
@@ -91,7 +99,8 @@ class ExhaustivePlan:
 
 def _kill_label(k: Kill) -> str:
     phase = {"before_compute": "b", "after_reduce": "r", "after_apply": "a", "recovery": "v"}.get(k.phase)
-    return f"{k.rank}@{k.step}{phase or 'm' + str(k.messages)}"
+    counted = ("g" if k.phase == "mid_gather" else "m") + str(k.messages)
+    return f"{k.rank}@{k.step}{phase or counted}"
 
 
 def _splits(p: int) -> list[tuple[int, ...]]:

@@ -30,15 +30,22 @@ from .ps import ParameterServer
 from .rabenseifner import Rabenseifner
 from .rd import RecursiveDoubling
 from .ring import RingAllreduce
+from .zero_halving import ZeroHalving
+from .zero_ring import ZeroRing
 
 ENTRY_POINT_GROUP = "mpibench.strategies"
 
 BUILTIN: dict[str, type[SyncStrategy]] = {cls.name: cls for cls in (
-    NativeAllreduce, RingAllreduce, ParameterServer, RecursiveDoubling, Rabenseifner, Hierarchical, Auto)}
+    NativeAllreduce, RingAllreduce, ParameterServer, RecursiveDoubling, Rabenseifner, Hierarchical, Auto,
+    ZeroRing, ZeroHalving)}
 
 # The hand-written strategies every fault scenario and the sweep run by default (native is the
 # baseline the benchmarks divide by).
 CHECKED: tuple[str, ...] = ("ring", "ps", "rd", "rabenseifner", "hier", "auto")
+
+# The sharded strategies (reduce-scatter, each rank steps its own shard, all-gather): run by
+# name (run, sweep --strategies, sim exhaustive), not in the main job's default set.
+SHARDED: tuple[str, ...] = ("zero-ring", "zero-halving")
 
 # The options a strategy may read from its ``options`` dict, and what each means.
 OPTIONS: dict[str, str] = {
@@ -160,8 +167,18 @@ def cost_function(name: str):
     try:
         entry = lookup(name)
     except UsageError:
-        return None
+        return _part_cost(name)
     return getattr(entry.cls, "cost_s", None)
+
+
+def _part_cost(name: str):
+    """``NAME:PART`` (a sharded strategy's ``reduce-scatter`` or ``all-gather`` bench row):
+    the strategy's ``part_cost_s(part, cal, p, nbytes)``, or None."""
+    base, _, part = name.rpartition(":")
+    part_cost = getattr(BUILTIN.get(base), "part_cost_s", None)
+    if part_cost is None or part not in ("reduce-scatter", "all-gather"):
+        return None
+    return lambda cal, p, nbytes, options=None: part_cost(part, cal, p, nbytes)
 
 
 def listing() -> list[str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..history import floats32, full_params, params_digest
+from .. import momentum
 from ..reference import reference_steps
 from ..steprows import moments_targets
 from .accounting import contributor_batches
@@ -80,7 +81,9 @@ def _table(case) -> dict:
         after = _after_copy(view)
         before = last[1] if last[0] == view.start_digest else None
         table[view.step] = Due(before, after)
-        if view.step % case.reference_every == 0 and before is not None and after is not None:
+        # With momentum every step's reference is needed: each velocity builds on the last.
+        every = view.step % case.reference_every == 0 or momentum.factor(case)
+        if every and before is not None and after is not None:
             due.append((view.step, _union(view)))
         last = (view.agreed.params_after, after)
     features, labels = case.data
@@ -125,9 +128,15 @@ def reference_problem(case, view, due: Due):
     batches = contributor_batches(view)
     c = case.config
     b64, a64 = before.astype(np.float64), after.astype(np.float64)
-    applied, expected = a64 - b64, -c["lr"] * ref.grad_mean
-    k = 2 * (c["features"] + c["hidden"] + c["classes"]) + ref.n_samples + len(view.agreed.members)
-    tol = c["lr"] * k * EPS32 * ref.grad_abs_mean + 2 * EPS32 * (np.abs(b64) + np.abs(a64)) + 1e-30
+    k = error_terms(case, view, ref)
+    velocity, bound = momentum.direction(case, view.step, _table(case),
+                                         lambda v, r: error_terms(case, v, r) * EPS32 * r.grad_abs_mean)
+    if velocity is None:
+        return None, "momentum: no reference velocity (a committed step before it has no reference)"
+    applied, expected = a64 - b64, -c["lr"] * velocity
+    tol = c["lr"] * bound + 2 * EPS32 * (np.abs(b64) + np.abs(a64)) + 1e-30
+    if not momentum.factor(case):
+        tol = tol + c["lr"] * k * EPS32 * ref.grad_abs_mean
     with np.errstate(all="ignore"):  # NaN and inf are judged below, not warned about
         excess = np.abs(applied - expected) / tol
     bad = ~(excess <= 1)  # NaN and inf are never within tolerance
@@ -140,6 +149,12 @@ def reference_problem(case, view, due: Due):
         return False, loss
     ratio = float(excess.max()) if len(excess) else 0.0
     return True, f"{ref.n_samples} samples; worst element at {ratio:.2g}x tolerance"
+
+
+def error_terms(case, view, ref) -> int:
+    """K of the float32 bound: the terms summed into one gradient element."""
+    c = case.config
+    return 2 * (c["features"] + c["hidden"] + c["classes"]) + ref.n_samples + len(view.agreed.members)
 
 
 def recorded_losses(view, batches: dict) -> np.ndarray | None:

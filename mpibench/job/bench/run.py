@@ -21,6 +21,7 @@ from . import cfloor
 from . import pages
 from .anchor import ANCHOR, NOT_CHECKED, AnchorFailed, AnchorRun, label as anchor_label
 from .floor import FLOOR, LABEL as FLOOR_LABEL, MovementFloor
+from . import sharded
 from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyReduce
 from .inputs import DTYPES, Expected
 from .model import disagreements, flag_lines, load_calibration, modelled_rows
@@ -125,6 +126,7 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
                     print(f"# {name} left out at p={comm.size}, {n_bytes} B: {exc}", flush=True)
                 continue
             candidates.append(StrategyReduce(strategy, comm, expected, backend))
+            candidates += sharded.parts_of(strategy, comm, expected, backend)  # reduce-scatter, all-gather
     try:
         spreads = run_rounds(comm.mpi, candidates, plan.warmup, plan.iterations, plan.rounds)
     except AnchorFailed as exc:
@@ -146,6 +148,7 @@ def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowdin
         if row["strategy"] == FLOOR:
             row.update(label=FLOOR_LABEL, errors=None, note="; ".join(n for n in (row["note"], "no MPI") if n))
         row["note"] = "; ".join(n for n in (row["note"], crowding) if n)
+        sharded.fix_row(row)
     return rows
 
 

@@ -1,0 +1,165 @@
+"""Sharded data parallelism: layout, the checker's own shard model, optimizer state, faults.
+
+No MPI here: the layout and the ownership model are pure; the strategies are
+built on a stand-in communicator (construction sends nothing) to compare their
+ownership with the checker's independent model; every named scenario runs under
+both sharded strategies and both recoveries on the simulated engine in one child
+(tests/drivers/sim_sharded.py). Real-MPI depth: tests/test_sharded_mpi.py.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from mpibench.check import sharded as model
+from mpibench.engine.optimizer import refusal
+from mpibench.faults import load_schedule
+from mpibench.kernels import NumpyBackend
+from mpibench.results.calibration import Calibration
+from mpibench.results.costmodel import ring_s
+from mpibench.sim.exhaustive import SHARDED as EXHAUSTIVE_SHARDED, ExhaustivePlan
+from mpibench.sync import sharding
+from mpibench.sync.registry import SHARDED
+from mpibench.sync.zero_halving import ZeroHalving
+from mpibench.sync.zero_ring import ZeroRing
+from mpibench.job.bench.sharded import fix_row
+from simrun import run_cli, run_driver
+
+SIZES = [0, 1, 2, 4, 677]  # 0, 1, fewer elements than ranks, uneven
+
+
+@dataclass
+class FakeComm:
+    """What a strategy's constructor reads of its communicator (nothing is sent)."""
+
+    rank: int
+    size: int
+    worker_ids: tuple
+
+    @property
+    def worker_id(self) -> int:
+        return self.worker_ids[self.rank]
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5])
+@pytest.mark.parametrize("n", SIZES)
+def test_layout_covers_params_and_buffer_with_a_count_slot_per_shard(p, n):
+    layout = sharding.ShardLayout(n, p)
+    assert sharding.segments.check_pieces(*zip(*layout.pieces()), n) if n else sum(w for _, w in layout.pieces()) == 0
+    offsets, widths = zip(*layout.buffer_pieces())
+    assert sharding.segments.check_pieces(list(offsets), list(widths), n + p)
+    assert min(widths) >= 1 and max(layout.widths) - min(layout.widths) <= 1
+    assert layout.pieces() == model.shard_pieces(n, p)  # the checker's own widths agree
+
+
+@pytest.mark.parametrize("cls", [ZeroRing, ZeroHalving])
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("n", [0, 3, 677])
+def test_each_rank_owns_what_the_checker_expects_in_any_rank_order(cls, p, n):
+    ids = list(range(10, 10 + p))
+    random.Random(p * 7 + n).shuffle(ids)  # a replacement can sit at any rank
+    shards, owners = model.expected(cls.name, tuple(ids), n)
+    stepped = []
+    for rank in range(p):
+        strategy = cls(FakeComm(rank, p, tuple(ids)), NumpyBackend(), n)
+        assert strategy.layout.pieces() == shards and strategy.owners() == owners
+        shard = strategy.owned_shard()
+        if shard is not None:
+            assert owners[shard] == ids[rank]
+            stepped.append(shards[shard])
+    assert sorted(stepped) == sorted(shards)  # every shard has exactly one owner
+
+
+def test_the_sharded_names_agree_everywhere():
+    assert SHARDED == EXHAUSTIVE_SHARDED == model.SHARDED
+
+
+def schedule(name, n=3):
+    return load_schedule(name, n)
+
+
+@pytest.mark.parametrize("strategy,recovery,scenario,refused", [
+    ("zero-ring", "shrink", "none", False),
+    ("zero-halving", "shrink", "straggler", False),  # everyone waits: nothing re-sharded
+    ("zero-ring", "shrink", "kill-mid-gather", True),  # the owner's state has no replica
+    ("zero-halving", "respawn", "kill-in-sharded-step", True),
+    ("zero-ring", "shrink", "partition-minority", True),
+    ("ring", "shrink", "kill-mid-reduction", False),  # replicated state: survivors hold it all
+    ("ring", "respawn", "kill-mid-reduction", True),  # the replacement would start without it
+    ("rd", "shrink", "partition-heal", True),  # the healed side takes parameters, not state
+    ("ps", "shrink", "none", True),  # the server steps a copy
+])
+def test_momentum_refuses_what_recovery_cannot_rebuild(strategy, recovery, scenario, refused):
+    deadline = 0.15 if scenario == "straggler-dropped" else 0.0
+    reason = refusal(strategy, 0.9, recovery, schedule(scenario), deadline)
+    assert (reason is not None) == refused, reason
+    assert refusal(strategy, 0.0, recovery, schedule(scenario), deadline) is None  # no state, nothing lost
+
+
+def test_a_refused_run_says_why_in_one_line_and_exits_2(tmp_path):
+    proc = run_cli("run", "--engine", "sim", "--ranks", "3", "--strategy", "zero-ring", "--momentum", "0.9",
+                   "--scenario", "kill-mid-gather", "--steps", "4", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "no replica" in lines[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()  # refused before any folder is made
+
+
+def test_the_checker_models_momentum_and_bites_on_a_wrong_one(tmp_path):
+    out = tmp_path / "o"
+    proc = run_cli("run", "--engine", "sim", "--ranks", "3", "--strategy", "zero-halving", "--momentum", "0.9",
+                   "--scenario", "short-epochs", "--steps", "8", "--out", str(out))
+    assert proc.returncode == 0 and "verdict: pass" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = (out / "invariants.csv").read_text()
+    assert rows.count(",optimizer_state,true,") == 8 and rows.count(",ownership,true,") == 8
+    case = next((out / "history").iterdir()) / "case.json"
+    info = json.loads(case.read_text())
+    info["config"]["momentum"] = 0.89  # one percent off: the run's updates no longer match
+    case.write_text(json.dumps(info))
+    proc = run_cli("check", str(out))
+    assert proc.returncode == 1 and "equivalence" in proc.stdout, proc.stdout[-2000:]
+
+
+QUICK = ("kill-mid-scatter", "kill-in-sharded-step", "kill-mid-gather", "kill-owner-0-mid-gather",
+         "kill-coordinator", "partition-heal")  # the sharded path's own faults, worker 0's, a heal
+
+
+def scenarios_pass(tmp_path, ranks: int, names=None) -> dict:
+    args = [str(tmp_path), str(ranks)] + ([",".join(names)] if names else [])
+    cases = run_driver("sim_sharded.py", *args, timeout_s=900)["cases"]
+    bad = {k: v for k, v in cases.items() if v["outcome"] != "ok" or not v["checks"]}
+    assert not bad, bad
+    return cases
+
+
+def test_the_sharded_faults_pass_under_both_sharded_strategies_and_recoveries(tmp_path):
+    assert len(scenarios_pass(tmp_path, 3, QUICK)) == 2 * 2 * len(QUICK)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranks", [3, 4])
+def test_every_named_scenario_passes_under_both_sharded_strategies_and_recoveries(tmp_path, ranks):
+    assert len(scenarios_pass(tmp_path, ranks)) == 2 * 2 * 19  # strategies x recoveries x scenarios
+
+
+def test_the_exhaustive_plan_kills_in_the_all_gather_only_for_sharded_strategies():
+    sharded = ExhaustivePlan(workers=(3,), strategies=("zero-ring",), pairs=False)
+    plain = ExhaustivePlan(workers=(3,), strategies=("ring",), pairs=False)
+    gather = [k for k in sharded.kill_points(3) if k.phase == "mid_gather"]
+    assert sorted({k.messages for k in gather}) == [1, 2] and not any(
+        k.phase == "mid_gather" for k in plain.kill_points(3))
+    assert sharded.count() == plain.count() + 3 * 3 * 2  # workers x fault steps x all-gather messages
+
+
+def test_reduce_scatter_and_all_gather_cost_one_ring_allreduce_and_report_nccl_busbw():
+    cal = Calibration(2e-6, 1e-9, 3e-10, 5e-10, 0.0, 0.0, 2, 2, 4)
+    for p in (2, 3, 8):
+        for n in (4096.0, 1 << 24):
+            parts = ZeroRing.part_cost_s("reduce-scatter", cal, p, n) + ZeroRing.part_cost_s("all-gather", cal, p, n)
+            assert parts == pytest.approx(ring_s(cal, p, n)) == pytest.approx(ZeroRing.cost_s(cal, p, n))
+    row = fix_row({"strategy": "zero-ring:all-gather", "ranks": 4, "algbw_gbps": 2.0, "busbw_gbps": 3.0})
+    assert row["busbw_gbps"] == pytest.approx(1.5)  # (p-1)/p, not the all-reduce's 2(p-1)/p
