@@ -184,19 +184,21 @@ def sync_s(plat: Platform, strategy: str, p: int, nbytes: float) -> float:
 def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
     """Plain sentences on what shapes the figure: a topology predicted as full bisection, and an
     algorithm whose largest messages go through a NIC several at once (rank order against
-    placement), when those rounds are at least a quarter of the time."""
+    placement), when moving those bytes through the NIC is at least a quarter of the time."""
     out = []
     if plat.topology not in FULL_BISECTION and p > max(plat.ranks_per_node, 1):
         out.append(f"{plat.topology}: links beyond the NICs are not modelled (predicted as full bisection)")
-    if p <= 1:
+    total = sync_s(plat, strategy, p, nbytes)
+    if p <= 1 or total <= 0:
         return out
     name = resolve(plat, strategy, p, nbytes)
     rounds_ = [r for r in strategy_rounds(plat, name, p, nbytes) if len(r.src)]
     largest = max(r.nbytes for r in rounds_)
-    big = [r for r in rounds_ if r.nbytes == largest and nic_load_bytes(plat, r, p) > largest]
-    share = sum(round_s(plat, r, p) for r in big) / max(sync_s(plat, strategy, p, nbytes), 1e-30)
+    big = [(r, nic_load_bytes(plat, r, p)) for r in rounds_ if r.nbytes == largest]
+    big = [(r, load) for r, load in big if load > largest]
+    share = sum(load / plat.net_bytes_per_s * r.times for r, load in big) / total
     if big and share >= 0.25:
-        at_once = int(max(nic_load_bytes(plat, r, p) for r in big) // max(largest, 1e-30))
+        at_once = round(max(load for _, load in big) / largest)
         out.append(f"{name}: its largest messages ({largest:.0f} B) cross a NIC {at_once} at once "
                    f"({plat.placement} placement, {plat.ranks_per_node} ranks per node): "
                    f"{share:.0%} of the time")
