@@ -35,7 +35,9 @@ import argparse
 import csv
 import datetime
 import math
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,7 +60,8 @@ SIZES = (8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20) 
 COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy", "smpi_algorithm", "bytes",
            "smpi_s", "smpi_lo_s", "smpi_hi_s", "calls", "launches", "predicted_s", "ratio", "smpi_wall_s",
            "note", "tag"]
-SMPI_FLAGS = ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
+SMPI_FLAGS = ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/privatization:no",  # the loop has no globals
+              "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
               "--cfg=smpi/display-timing:no", "--log=root.thr:critical")
 
 
@@ -105,11 +108,15 @@ def run_smpi(exe: Path, xml: Path, hosts: Path, p: int, algorithm: str, sizes, c
     cmd = ["smpirun", "-np", str(p), "-platform", str(xml), "-hostfile", str(hosts), *SMPI_FLAGS,
            f"--cfg=smpi/allreduce:{algorithm}", str(exe), str(calls), *map(str, sizes)]
     start = time.monotonic()
+    # its own session: smpirun is a shell script, and on a timeout its simulator child must go too
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=xml.parent,
+                            start_new_session=True)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=xml.parent)
-        out, why = done.stdout, "" if done.returncode == 0 else f"smpirun exit {done.returncode}"
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        out, _ = proc.communicate(timeout=timeout_s)
+        why = "" if proc.returncode == 0 else f"smpirun exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
         why = f"stopped after {timeout_s:.0f} s of wall time"
     rows = []
     for line in out.splitlines():
