@@ -135,7 +135,9 @@ def note_for(strategy: str, p: int, nbytes: int, plat: Platform, why: str) -> st
 
 
 def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: int, timeout_s: float,
-               work: Path) -> list[dict]:
+               work: Path, out_path: Path | None = None) -> list[dict]:
+    """Every (p, strategy) through SMPI beside the round model; with ``out_path``, the CSV is
+    written after each launch, so a long run stopped midway keeps what it finished."""
     exe = build(work)
     bare = replace(plat, gamma_bytes_per_s=math.inf)  # SMPI charges no reduction either
     today = datetime.date.today().isoformat()
@@ -162,6 +164,8 @@ def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: in
                 if why:
                     print(f"p={p} {strategy} ({algorithm}): {why}; {len(found)} of {len(some)} sizes done",
                           file=sys.stderr)
+                if out_path is not None and found:
+                    write(out_path, out)
     return out
 
 
@@ -214,10 +218,8 @@ def main(argv=None) -> int:
                 print(f"p={p}: sizes above {sizes[-1] if sizes else 0} B skipped (--memory-gib {args.memory_gib:g})",
                       file=sys.stderr)
             rows += crosscheck(Path(args.platform), plat, [p], strategies, sizes, args.calls, args.timeout,
-                               Path(work))
+                               Path(work), Path(args.out) if args.out else None)
     show(rows)
-    if args.out:
-        write(Path(args.out), rows)
     return 0 if rows else 3
 
 
