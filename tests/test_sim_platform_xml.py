@@ -33,7 +33,7 @@ def test_units_and_topologies_as_simgrid_spells_them(tmp_path):
     plat = load_platform(str(f))
     assert plat.net_bytes_per_s == pytest.approx(12.5e9) and plat.net_latency_s == pytest.approx(2e-6)
     assert plat.node_bytes_per_s == pytest.approx(20e9) and plat.ranks_per_node == 4
-    assert plat.topology == "torus"
+    assert plat.topology == "TORUS 4,4,4"
 
 
 @pytest.mark.parametrize("text, message", [

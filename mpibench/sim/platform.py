@@ -35,6 +35,7 @@ from .network import Network, from_calibration
 
 TOPOLOGIES = ("fat-tree", "single-switch", "torus", "dragonfly")
 FULL_BISECTION = ("fat-tree", "single-switch")  # what the round model's NIC-only charging is exact for
+# (a TOML "fat-tree" is a non-blocking one; SimGrid XML topologies keep their own names)
 PLACEMENTS = ("block", "cyclic")
 
 

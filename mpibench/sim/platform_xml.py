@@ -9,9 +9,10 @@ receiver's link, so its latency is ``2 lat + bb_lat``; that is what
 not shared between flows (SimGrid makes it a fat pipe), as the round model
 assumes for ranks of one node.
 
-``topology`` (``FAT_TREE``, ``TORUS``, ``DRAGONFLY``) is kept by name: the
-round model charges the NICs and nothing beyond them, so on those
-topologies its figures are those of a full-bisection network and
+``topology`` (``FAT_TREE``, ``TORUS``, ``DRAGONFLY``) is kept by name with
+its ``topo_parameters``: the round model charges the NICs, one hop's latency
+each way, and nothing beyond them, so on those topologies its figures are
+those of a full-bisection network (a flat cluster is one) and
 :func:`mpibench.sim.rounds.notes` says so; SMPI running the same file does
 model the links in between (``benchmarks/smpi_crosscheck.py``).
 """
@@ -91,8 +92,8 @@ def from_simgrid_xml(text: str, where: str) -> ClusterFigures:
     node_lat = _quantity(a.get("loopback_lat", a.get("lat")), "time", "loopback_lat", where)
     if min(net_bw, node_bw) <= 0:
         raise UsageError(f"platform {where}: bandwidths must be positive")
-    topology = a.get("topology", "FLAT").upper().replace("_", "-")
-    topology = {"FLAT": "fat-tree"}.get(topology, topology.lower())
+    shape = a.get("topology", "FLAT").upper()  # FLAT: every host on the backbone, full bisection
+    topology = "fat-tree" if shape == "FLAT" else f"{shape} {a.get('topo_parameters', '')}".strip()
     return ClusterFigures(f"{a.get('id', 'cluster')} ({where.rsplit('/', 1)[-1]})", cores, node_lat, node_bw,
                           net_lat, net_bw, topology)
 
