@@ -59,8 +59,9 @@ export MPIBENCH_MPIEXEC ?= $(abspath $(MPIRUN)) $(MPIRUN_FLAGS)
 
 # Debian packages the full test suite needs: headless Chromium for the report's
 # browser test; munge + Slurm daemons for the job-script tests; iproute2, nftables and
-# util-linux (unshare) for the multi-host testbed (hosts as network namespaces).
-SYSTEM_PACKAGES ?= chromium slurmctld slurmd slurm-client munge libpmix-dev iproute2 nftables util-linux
+# util-linux (unshare) for the multi-host testbed (hosts as network namespaces); SimGrid
+# (libsimgrid-dev: smpicc, smpirun; python3-simgrid) for the SMPI cross-check of predict.
+SYSTEM_PACKAGES ?= chromium slurmctld slurmd slurm-client munge libpmix-dev iproute2 nftables util-linux libsimgrid-dev python3-simgrid
 
 
 venv: $(STAMP)

@@ -43,3 +43,15 @@ def test_section_shows_each_part_under_both_tags_and_says_compute_is_an_input(tm
     assert "<td>0.1 | 0.06</td>" in p2[:400] and "<td>yes</td>" in p2[:200]  # 0.25 / 0.3 ms: -17 %
     p1 = html[html.index("<td>ring</td><td class=\"num\">1</td>"):]
     assert "<td>no</td>" in p1[:200]  # 0.9 / 0.5 ms: outside
+
+
+def test_the_smpi_crosscheck_table_is_shown_beside_the_scale_rows(tmp_path):
+    csv_path = tmp_path / "smpi_crosscheck.csv"
+    csv_path.write_text("date,platform,placement,ranks,ranks_per_node,strategy,smpi_algorithm,bytes,smpi_s,smpi_lo_s,"
+                        "smpi_hi_s,calls,launches,predicted_s,ratio,smpi_wall_s,note,tag\n"
+                        "2026-01-01,p.toml,block,64,8,ring,lr,4096,2.5e-4,2.5e-4,2.5e-4,1,1,2.4e-4,0.96,1.0,,simulated\n"
+                        "2026-01-01,p.toml,block,64,8,ring,lr,8,1e-5,1e-5,1e-5,1,1,2.4e-4,24,1.0,"
+                        "SMPI lr: count < p <x>,simulated\n")
+    html = simulated._crosscheck(csv_path)
+    assert "beside SMPI" in html and "0.96" in html and "&lt;x&gt;" in html and "nan" not in html
+    assert simulated._crosscheck(tmp_path / "absent.csv") == ""

@@ -8,6 +8,7 @@ redoes; a platform file with a bad field is one clear error.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from mpibench.base.config import UsageError
@@ -61,3 +62,78 @@ def test_a_platform_file_is_read_and_a_bad_one_named(tmp_path):
     bad.write_text(good.read_text().replace("bandwidth_gbps = 25", "bandwidth_gbps = -1"))
     with pytest.raises(UsageError, match="bandwidth_gbps"):
         load_platform(str(bad))
+
+
+def _plat(per_node: int, placement: str = "block"):
+    from dataclasses import replace
+
+    return replace(CLUSTER_100G, ranks_per_node=per_node, placement=placement)
+
+
+def _everyone_ends_with_everything(plat, strategy: str, p: int, nbytes: float) -> bool:
+    """Play the rounds on sets of contributions (an independent reading of a round: every
+    destination adds what its source held at the start of the round, or, without a reduction,
+    takes it); all-reduce schedules of whole buffers only (rd, hier up to 16 KiB)."""
+    held = [frozenset({r}) for r in range(p)]
+    for rnd in rounds.strategy_rounds(plat, strategy, p, nbytes):
+        for _ in range(rnd.times):
+            before = list(held)
+            for s, d in zip(rnd.src.tolist(), rnd.dst.tolist()):
+                held[d] = held[d] | before[s] if rnd.reduced_bytes else before[s]
+    return all(h == frozenset(range(p)) for h in held)
+
+
+@pytest.mark.parametrize("p", [2, 3, 7, 8, 12, 64, 100])
+@pytest.mark.parametrize("per_node", [1, 4, 8, 128])
+@pytest.mark.parametrize("placement", ["block", "cyclic"])
+def test_rd_and_hier_rounds_are_all_reduce_schedules(p, per_node, placement):
+    plat = _plat(per_node, placement)
+    assert _everyone_ends_with_everything(plat, "rd", p, 1024)
+    assert _everyone_ends_with_everything(plat, "hier", p, 1024)
+
+
+@pytest.mark.parametrize("p", [2, 4, 64, 512, 4096])
+def test_rabenseifner_moves_the_bandwidth_optimal_volume(p):
+    """Each core rank sends (q-1)/q of the buffer in the halving and as much in the doubling."""
+    n = 1 << 20
+    sent = np.zeros(p)
+    for rnd in rounds.rabenseifner_rounds(p, n):
+        np.add.at(sent, rnd.src, rnd.nbytes * rnd.times)
+    assert sent.max() == pytest.approx(2 * (p - 1) / p * n)
+
+
+@pytest.mark.parametrize("p", [256, 512, 4096])
+def test_near_first_halving_keeps_the_largest_halves_on_the_node(p):
+    """With ranks in node order no NIC carries more than a few whole buffers in all; dealt
+    round the nodes (cyclic), the first halves all leave the node, and the notes say so."""
+    plat, n = _plat(128), 1 << 20
+    nic = sum(rounds.nic_load_bytes(plat, r, p) * r.times for r in rounds.rabenseifner_rounds(p, n))
+    assert nic <= 2 * n
+    cyclic = _plat(128, "cyclic")
+    assert rounds.sync_s(cyclic, "rabenseifner", p, n) > 10 * rounds.sync_s(plat, "rabenseifner", p, n)
+    assert not rounds.notes(plat, "rabenseifner", p, n)
+    assert any("cross a NIC 128 at once" in s for s in rounds.notes(cyclic, "rabenseifner", p, n))
+
+
+def test_ring_in_rank_order_crosses_one_nic_link_per_node_and_cyclic_all():
+    p, n = 512, 1 << 24
+    block, cyclic = _plat(128), _plat(128, "cyclic")
+    ring = rounds.ring_rounds(p, n)
+    assert rounds.nic_load_bytes(block, ring[0], p) == pytest.approx(n / p)
+    assert rounds.nic_load_bytes(cyclic, ring[0], p) == pytest.approx(128 * n / p)
+
+
+def test_auto_and_native_resolve_to_an_algorithm_they_have():
+    for n in (8, 1 << 26):
+        assert rounds.resolve(CLUSTER_100G, "auto", 512, n) in ("rd", "rabenseifner")
+        assert rounds.resolve(CLUSTER_100G, "native", 512, n) == ("rd" if n <= 10 << 10 else "rabenseifner")
+    assert rounds.resolve(CLUSTER_100G, "auto", 512, 8) == "rd"
+    assert rounds.resolve(CLUSTER_100G, "auto", 512, 1 << 26) == "rabenseifner"
+
+
+def test_a_torus_is_named_as_predicted_at_full_bisection():
+    from dataclasses import replace
+
+    torus = replace(CLUSTER_100G, topology="torus")
+    assert any("torus" in s for s in rounds.notes(torus, "ring", 64, 1 << 20))
+    assert not any("torus" in s for s in rounds.notes(CLUSTER_100G, "ring", 64, 1 << 20))

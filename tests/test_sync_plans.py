@@ -74,7 +74,7 @@ def test_halving_then_doubling_gives_every_rank_every_block_fully_summed(exponen
 
 @settings(deadline=None)
 @given(exponent=st.integers(0, 7), data=st.data())
-def test_halving_keeps_one_half_and_sends_the_other_ending_on_own_block(exponent, data):
+def test_halving_keeps_one_half_and_sends_the_other_ending_on_its_owned_block(exponent, data):
     q = 1 << exponent
     v = data.draw(st.integers(0, q - 1))
     lo, hi = 0, q
@@ -83,7 +83,18 @@ def test_halving_keeps_one_half_and_sends_the_other_ending_on_own_block(exponent
         assert halves[0][0] == lo and halves[0][1] == halves[1][0] and halves[1][1] == hi
         assert halves[0][1] - lo == hi - halves[1][0]  # halves of equal block count
         lo, hi = step.keep
-    assert (lo, hi) == (v, v + 1)
+    assert (lo, hi) == (plans.owned_block(q, v), plans.owned_block(q, v) + 1)
+
+
+@settings(deadline=None)
+@given(exponent=st.integers(0, 9))
+def test_halving_goes_near_partners_first_and_every_block_has_one_owner(exponent):
+    """Step k pairs v with v ^ 2**k (the largest halves stay between neighbours), and the
+    owned blocks are a permutation of the q blocks."""
+    q = 1 << exponent
+    for v in range(q):
+        assert [s.partner for s in plans.halving_steps(q, v)] == [v ^ (1 << k) for k in range(exponent)]
+    assert sorted(plans.owned_block(q, v) for v in range(q)) == list(range(q))
 
 
 @settings(max_examples=200, deadline=None)

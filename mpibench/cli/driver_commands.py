@@ -163,13 +163,25 @@ def selftest(jobs, mpiexec, strategy, **kw):
 
 
 @click.command()
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("--platform", default=None, type=click.Path(),
-              help="the cluster to predict for (TOML, see mpibench.sim.platform) [default: 100 Gb/s, 8 ranks "
-                   "per node, fat tree]")
-def predict(run_dir, platform):
-    """Simulated figures for a run folder: p = 8 ... 4096 on a platform beside the analytic model, and
-    p = 2 simulated beside the run's measured step times (simulated.csv, tagged; then 'report')."""
-    from mpibench.sim.cli_entry import predict_command
+              help="the cluster to predict for: TOML (see mpibench.sim.platform) or a SimGrid XML cluster "
+                   "[default: 100 Gb/s, 8 ranks per node, fat tree]")
+@click.option("--ranks", default=None, help="comma-separated rank counts [table: 64,512,4096; run: 8 ... 4096]")
+@click.option("--sizes", default=None, help="comma-separated bytes, K/M/G suffixes [table: 8,64K,64M; run: "
+                                            "the run's gradient and 100M]")
+@click.option("--strategies", default=None, help="table only: comma-separated [ring,ps,rd,rabenseifner,hier,auto,native]")
+@click.option("--placement", type=click.Choice(["block", "cyclic"]), default=None,
+              help="ranks onto nodes: block (rank order) or cyclic (dealt round the nodes) [the platform's]")
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="table only: also write the rows to this CSV")
+def predict(run_dir, platform, ranks, sizes, strategies, placement, out):
+    """Simulated figures at scale. With RUN_DIR: p = 8 ... 4096 on a platform beside the analytic model,
+    and p = 2 simulated beside the run's measured step times (simulated.csv, tagged; then 'report').
+    Without: a table of every strategy's all-reduce time for --ranks x --sizes (tagged simulated)."""
+    from mpibench.sim.cli_entry import predict_command, predict_table_command
 
-    sys.exit(predict_command(run_dir, platform))
+    if run_dir is None:
+        sys.exit(predict_table_command(platform, ranks, sizes, strategies, placement, out))
+    if strategies or out:
+        raise UsageError("predict: --strategies and --out are for the table (no RUN_DIR)")
+    sys.exit(predict_command(run_dir, platform, ranks, sizes, placement))

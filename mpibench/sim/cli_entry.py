@@ -34,29 +34,62 @@ def simulated_run(install_mutant, make_config, make_request, ranks: int, platfor
     return status
 
 
-def predict_command(run_dir: str, platform: str | None) -> int:
+def _platform(platform: str | None, placement: str | None):
+    from dataclasses import replace
+
+    from .platform import CLUSTER_100G, load_platform
+
+    plat = load_platform(platform) if platform else CLUSTER_100G
+    return replace(plat, placement=placement) if placement else plat
+
+
+def predict_command(run_dir: str, platform: str | None, ranks: str | None = None, sizes: str | None = None,
+                    placement: str | None = None) -> int:
     """``predict RUN``: simulated.csv (scale on the platform, p = 2 beside measured), then the page."""
     import shutil
     import tempfile
     from pathlib import Path
 
-    from .platform import CLUSTER_100G, load_platform
-    from .predict import predict, write_rows
+    from .predict import SCALE_RANKS, predict, write_rows
     from .process import install
+    from .table import parse_counts
 
     install()
     folder = Path(run_dir)
-    plat = load_platform(platform) if platform else CLUSTER_100G
+    plat = _platform(platform, placement)
+    scale = tuple(parse_counts(ranks, "--ranks")) if ranks else SCALE_RANKS
+    wanted = parse_counts(sizes, "--sizes") if sizes else None
     work = Path(tempfile.mkdtemp(prefix="mpibench-predict-"))
     try:
-        rows = predict(folder, plat, work)
+        rows = predict(folder, plat, work, wanted, scale)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     path = write_rows(folder, rows)
     for row in rows:
         if row["kind"] == "host":
             print(f"p={row['ranks']} {row['strategy']:<6} step {float(row['step_s']) * 1e3:8.3f} ms  [{row['tag']}]")
+    for note in sorted({row.get("notes", "") for row in rows} - {""}):
+        print(f"predict: {note}")
     print(f"predict: {len(rows)} rows [simulated | modelled | measured] -> {path}", flush=True)
+    return 0
+
+
+def predict_table_command(platform: str | None, ranks: str | None, sizes: str | None, strategies: str | None,
+                          placement: str | None, out: str | None) -> int:
+    """``predict --ranks --sizes``: every strategy's all-reduce time on the platform, printed (and to CSV)."""
+    from pathlib import Path
+
+    from .table import TABLE_STRATEGIES, collective_rows, format_rows, parse_counts, write_rows
+
+    plat = _platform(platform, placement)
+    names = tuple(s.strip() for s in strategies.split(",") if s.strip()) if strategies else TABLE_STRATEGIES
+    rows = collective_rows(plat, parse_counts(ranks or "64,512,4096", "--ranks"),
+                           parse_counts(sizes or "8,64K,64M", "--sizes"), names)
+    print(f"platform: {plat.name}; {plat.ranks_per_node} ranks per node, {plat.placement} placement, "
+          f"{plat.topology}")
+    print(format_rows(rows), flush=True)
+    if out:
+        print(f"predict: {len(rows)} rows [simulated] -> {write_rows(Path(out), rows)}")
     return 0
 
 

@@ -3,6 +3,7 @@
 Given as a TOML file::
 
     ranks_per_node = 8
+    placement = "block"       # rank r on node r // ranks_per_node; "cyclic": r % nodes
     [node]      # between ranks of one node (shared memory)
     latency_us = 0.5
     bandwidth_gbps = 400
@@ -10,10 +11,12 @@ Given as a TOML file::
     latency_us = 2.0
     bandwidth_gbps = 100
     topology = "fat-tree"     # full bisection: links are not shared beyond the NIC
+                              # ("torus", "dragonfly": named, predicted as full bisection)
     [compute]
     gamma_gbps = 32           # local reduction throughput
 
-or taken from a run's own calibration (``run.json`` or a calibration JSON), which
+or as a SimGrid platform file (``.xml``, one ``<cluster>``: :mod:`.platform_xml`), or taken
+from a run's own calibration (``run.json`` or a calibration JSON), which
 describes this host as a one-node cluster. Bandwidths are in gigabits per second
 (1e9 bit/s), as network hardware is sold.
 """
@@ -24,11 +27,16 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from mpibench.base.config import UsageError
 
 from .network import Network, from_calibration
 
-TOPOLOGIES = ("fat-tree", "single-switch")
+TOPOLOGIES = ("fat-tree", "single-switch", "torus", "dragonfly")
+FULL_BISECTION = ("fat-tree", "single-switch")  # what the round model's NIC-only charging is exact for
+# (a TOML "fat-tree" is a non-blocking one; SimGrid XML topologies keep their own names)
+PLACEMENTS = ("block", "cyclic")
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,14 @@ class Platform:
     gamma_bytes_per_s: float
     topology: str = "fat-tree"
     calibrated: Network | None = None  # taken as is from a calibration
+    placement: str = "block"
+
+    def node_of(self, ranks: np.ndarray, p: int) -> np.ndarray:
+        """The node each rank sits on, among the ``ceil(p / ranks_per_node)`` nodes of p ranks."""
+        per = max(self.ranks_per_node, 1)
+        if self.placement == "cyclic":
+            return ranks % max(1, -(-p // per))
+        return ranks // per
 
     def network(self) -> Network:
         if self.calibrated is not None:
@@ -67,13 +83,16 @@ def from_toml(data: dict, name: str) -> Platform:
     topology = net.get("topology", "fat-tree")
     if topology not in TOPOLOGIES:
         raise UsageError(f"platform {name}: topology must be one of {', '.join(TOPOLOGIES)}, got {topology!r}")
+    placement = data.get("placement", "block")
+    if placement not in PLACEMENTS:
+        raise UsageError(f"platform {name}: placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
     per_node = data.get("ranks_per_node")
     if not isinstance(per_node, int) or per_node < 1:
         raise UsageError(f"platform {name}: 'ranks_per_node' must be a positive integer, got {per_node!r}")
     return Platform(name, per_node, _number(node, "latency_us", name) * 1e-6,
                     _number(node, "bandwidth_gbps", name) * 1e9 / 8, _number(net, "latency_us", name) * 1e-6,
                     _number(net, "bandwidth_gbps", name) * 1e9 / 8, _number(comp, "gamma_gbps", name) * 1e9 / 8,
-                    topology)
+                    topology, placement=placement)
 
 
 def load_platform(path: str) -> Platform:
@@ -89,6 +108,12 @@ def load_platform(path: str) -> Platform:
     try:
         if p.suffix == ".toml":
             return from_toml(tomllib.loads(text), str(p))
+        if p.suffix == ".xml":
+            from .platform_xml import from_simgrid_xml
+
+            c = from_simgrid_xml(text, str(p))
+            return Platform(c.name, c.ranks_per_node, c.node_latency_s, c.node_bytes_per_s, c.net_latency_s,
+                            c.net_bytes_per_s, CLUSTER_100G.gamma_bytes_per_s, c.topology)
         data = json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"platform {path} is not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}") from None

@@ -32,9 +32,9 @@ from .platform import Platform
 
 HOST_PARTS = ("compute_s", "rest_s", "evidence_s", "check_s", "commit_s")  # beside sync_s and step_s
 COLUMNS = ["kind", "platform", "strategy", "ranks", "bytes", "sync_s", "step_s", "recovery_s", *HOST_PARTS,
-           "cpu_scale", "tag"]
+           "cpu_scale", "tag", "notes"]
 SCALE_RANKS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-SCALE_STRATEGIES = ("ring", "ps", "auto", "native")
+SCALE_STRATEGIES = ("ring", "ps", "hier", "auto", "native")
 HOST_STRATEGIES = ("ring", "ps", "auto")
 HOST_REPEATS = 3  # replays per strategy and rank count; the median over their step medians
 
@@ -61,23 +61,35 @@ def _model_cal(plat: Platform, cal: dict, p: int):
                    alpha_step_s=0.0, beta_step_s_per_byte=0.0, ranks=p)
 
 
-def scale_rows(plat: Platform, cal: dict, nbytes: int, local_batch: int, notice_s: float = 1e-3) -> list[dict]:
+def _modelled(mc, strategy: str, p: int, nbytes: int, local_batch: int, per_node: int) -> tuple:
+    """(sync_s, step_s) of the analytic model, or blanks where it has no figure for the strategy."""
     from mpibench.results import costmodel
+
+    options = {"ranks_per_node": per_node}
+    try:
+        return (costmodel.sync_s(mc, strategy, p, nbytes, options),
+                costmodel.step_s(mc, strategy, p, local_batch, nbytes, options))
+    except (ValueError, KeyError, TypeError):
+        return "", ""
+
+
+def scale_rows(plat: Platform, cal: dict, nbytes: int, local_batch: int, notice_s: float = 1e-3,
+               ranks=SCALE_RANKS) -> list[dict]:
     from mpibench.results.calibration import Calibration
 
     local = Calibration.from_dict(cal).local_step_s(local_batch)
     out = []
     for strategy in SCALE_STRATEGIES:
-        for p in SCALE_RANKS:
+        for p in ranks:
             sync = rounds.sync_s(plat, strategy, p, nbytes)
             step = local + sync + 2 * rounds.tree_s(plat, p)  # loss statistics and evidence gather
             base = {"kind": "scale", "platform": plat.name, "strategy": strategy, "ranks": p, "bytes": nbytes}
             out.append({**base, "sync_s": sync, "step_s": step,
-                        "recovery_s": rounds.recovery_s(plat, strategy, p, nbytes, notice_s), "tag": "simulated"})
+                        "recovery_s": rounds.recovery_s(plat, strategy, p, nbytes, notice_s), "tag": "simulated",
+                        "notes": "; ".join(rounds.notes(plat, strategy, p, nbytes))})
             mc = _model_cal(plat, cal, p)
-            out.append({**base, "sync_s": costmodel.sync_s(mc, strategy, p, nbytes),
-                        "step_s": costmodel.step_s(mc, strategy, p, local_batch, nbytes), "recovery_s": "",
-                        "tag": "modelled"})
+            sync_m, step_m = _modelled(mc, strategy, p, nbytes, local_batch, plat.ranks_per_node)
+            out.append({**base, "sync_s": sync_m, "step_s": step_m, "recovery_s": "", "tag": "modelled"})
     return out
 
 
@@ -108,13 +120,13 @@ def model_bytes(info: dict) -> int:
     return 4 * Shapes(c["features"], c["hidden"], c["classes"]).n_params
 
 
-def predict(folder: Path, plat: Platform, work: Path, sizes=None) -> list[dict]:
-    """Every row of simulated.csv for the run in ``folder``."""
+def predict(folder: Path, plat: Platform, work: Path, sizes=None, ranks=SCALE_RANKS) -> list[dict]:
+    """Every row of simulated.csv for the run in ``folder`` (scale rows for ``ranks`` x ``sizes``)."""
     info, cal = read_run(folder)
     batch = {**RunConfig().as_dict(), **info.get("config", {})}["batch_size"]
     rows = []
     for nbytes in sizes or (model_bytes(info), 100 << 20):
-        rows += scale_rows(plat, cal, nbytes, batch)
+        rows += scale_rows(plat, cal, nbytes, batch, ranks=ranks)
     return rows + host_rows(folder, info, cal, work)
 
 

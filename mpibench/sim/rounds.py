@@ -6,13 +6,17 @@ send instead: each strategy is a sequence of *rounds*, each round a set of
 messages (source rank, destination rank, bytes) that the strategy's code
 sends at the same time (the ring's neighbour exchanges, the parameter
 server's shifted all-to-all, recursive doubling's and halving's partner
-swaps). Ranks sit on nodes in rank order (``ranks_per_node``). A round takes
+swaps). Ranks sit on nodes as the platform places them (``ranks_per_node``,
+``placement``: in rank order, or dealt round the nodes). A round takes
 as long as its slowest part: a message between two ranks of one node pays
 the node's latency and bandwidth; the messages leaving (or entering) one
 node share its NIC, which the round waits for, with the network's latency on
 top (a fat tree: no link beyond the NICs is shared). Rounds that repeat one
 pattern (the ring's 2(p-1) steps) are evaluated once and counted. Local
-reduction adds gamma per byte reduced. This is where simulated figures
+reduction adds gamma per byte reduced. Rounds run in lockstep: for the ring
+that is exact, since its slowest link (the one into a node) is on the path of
+every step. Checked against SMPI, which plays out every message on SimGrid's
+flow-level model: ``benchmarks/smpi_crosscheck.py``. This is where simulated figures
 differ from the analytic model (:mod:`mpibench.results.costmodel`), which
 charges every message the same alpha and beta and knows no NIC sharing.
 """
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .platform import Platform
+from .platform import FULL_BISECTION, Platform
 
 
 @dataclass(frozen=True)
@@ -33,37 +37,56 @@ class Round:
     nbytes: float  # per message
     times: int = 1  # how often this same pattern repeats
     reduced_bytes: float = 0.0  # bytes each rank reduces after it
+    pattern: tuple | None = None  # names src -> dst for p ranks, so its NIC counts are worked out once
 
 
-def round_s(plat: Platform, r: Round) -> float:
+_COUNTS: dict[tuple, tuple[int, bool, bool]] = {}  # (per node, placement, p, pattern) -> counts
+
+
+def _counts(plat: Platform, r: Round, p: int) -> tuple[int, bool, bool]:
+    """(most messages through one NIC one way, any message inside a node, any between nodes)."""
+    key = (plat.ranks_per_node, plat.placement, p, r.pattern)
+    if r.pattern is not None and key in _COUNTS:
+        return _COUNTS[key]
+    src_node, dst_node = plat.node_of(r.src, p), plat.node_of(r.dst, p)
+    inter = src_node != dst_node
+    most = int(max(np.bincount(src_node[inter]).max(), np.bincount(dst_node[inter]).max())) if inter.any() else 0
+    found = (most, bool((~inter).any()), bool(inter.any()))
+    if r.pattern is not None:
+        if len(_COUNTS) > 100_000:  # bounded: a long session predicting many p
+            _COUNTS.clear()
+        _COUNTS[key] = found
+    return found
+
+
+def nic_load_bytes(plat: Platform, r: Round, p: int) -> float:
+    """The bytes the busiest NIC carries one way in one instance of the round."""
+    return _counts(plat, r, p)[0] * r.nbytes
+
+
+def round_s(plat: Platform, r: Round, p: int) -> float:
     if len(r.src) == 0:
         return 0.0
-    per = max(plat.ranks_per_node, 1)
-    src_node, dst_node = r.src // per, r.dst // per
-    inter = src_node != dst_node
-    t = 0.0
-    if (~inter).any():
-        t = plat.node_latency_s + r.nbytes / plat.node_bytes_per_s
-    if inter.any():
-        out_load = np.bincount(src_node[inter]).max() * r.nbytes
-        in_load = np.bincount(dst_node[inter]).max() * r.nbytes
-        t = max(t, plat.net_latency_s + max(out_load, in_load) / plat.net_bytes_per_s)
+    most, intra, inter = _counts(plat, r, p)
+    t = plat.node_latency_s + r.nbytes / plat.node_bytes_per_s if intra else 0.0
+    if inter:
+        t = max(t, plat.net_latency_s + most * r.nbytes / plat.net_bytes_per_s)
     return (t + r.reduced_bytes / plat.gamma_bytes_per_s) * r.times
 
 
 def ring_rounds(p: int, n: float) -> list[Round]:
     ranks = np.arange(p)
     piece = n / p
-    return [Round(ranks, (ranks + 1) % p, piece, p - 1, piece),  # reduce-scatter
-            Round(ranks, (ranks + 1) % p, piece, p - 1)]  # all-gather
+    return [Round(ranks, (ranks + 1) % p, piece, p - 1, piece, ("shift", 1)),  # reduce-scatter
+            Round(ranks, (ranks + 1) % p, piece, p - 1, 0.0, ("shift", 1))]  # all-gather
 
 
 def ps_rounds(p: int, n: float) -> list[Round]:
     """Every worker pushes each server its shard (n/p), servers reduce and send it back."""
     ranks = np.arange(p)
     piece = n / p
-    push = [Round(ranks, (ranks + k) % p, piece, 1, piece) for k in range(1, p)]
-    pull = [Round(ranks, (ranks + k) % p, piece) for k in range(1, p)]
+    push = [Round(ranks, (ranks + k) % p, piece, 1, piece, ("shift", k)) for k in range(1, p)]
+    pull = [Round(ranks, (ranks + k) % p, piece, 1, 0.0, ("shift", k)) for k in range(1, p)]
     return push + pull
 
 
@@ -88,33 +111,112 @@ def rd_rounds(p: int, n: float) -> list[Round]:
 
 
 def rabenseifner_rounds(p: int, n: float) -> list[Round]:
+    """Halving near partners first (``v ^ 1``, then ``v ^ 2``, ...), as sync/rabenseifner.py
+    (:func:`mpibench.sync.plans.halving_steps`) and MPICH do: the largest halves stay between
+    neighbouring ranks, on one node when ranks sit on nodes in rank order."""
     q, evens, core = _fold(p)
     rounds = [Round(evens, evens + 1, n, 1, n)] if len(evens) else []
     steps = int(math.log2(q))
     for k in range(steps):  # halving: each round half the previous block
-        partner = core[np.arange(q) ^ (1 << (steps - 1 - k))]
+        partner = core[np.arange(q) ^ (1 << k)]
         rounds.append(Round(core, partner, n / 2 ** (k + 1), 1, n / 2 ** (k + 1)))
     for k in reversed(range(steps)):  # doubling back
-        partner = core[np.arange(q) ^ (1 << (steps - 1 - k))]
+        partner = core[np.arange(q) ^ (1 << k)]
         rounds.append(Round(core, partner, n / 2 ** (k + 1)))
     if len(evens):
         rounds.append(Round(evens + 1, evens, n))
     return rounds
 
 
+def _on(ranks: np.ndarray, rounds: list[Round]) -> list[Round]:
+    """``rounds`` over positions 0..m-1 played by ``ranks`` (position i is rank ranks[i])."""
+    return [Round(ranks[r.src], ranks[r.dst], r.nbytes, r.times, r.reduced_bytes) for r in rounds]
+
+
+def nodes_of(plat: Platform, p: int) -> list[np.ndarray]:
+    """Every node's ranks, ascending; nodes ordered by their lowest rank (hier's leaders)."""
+    node = plat.node_of(np.arange(p), p)
+    groups = [np.flatnonzero(node == k) for k in np.unique(node)]
+    return sorted(groups, key=lambda g: int(g[0]))
+
+
+HIER_SMALL_BYTES = 16 << 10  # sync/hier.py's SMALL_BUCKET_BYTES: leaders use rd up to here
+
+
+def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
+    """sync/hier.py: binomial reduce to each node's lowest rank, the leaders' rd (up to 16 KiB)
+    or Rabenseifner, binomial broadcast back; every node's tree runs in the same rounds."""
+    nodes = nodes_of(plat, p)
+    widest = max(len(g) for g in nodes)
+    reduce = []
+    mask = 1
+    while mask < widest:  # position i with lowest set bit ``mask`` sends its partial sum to i - mask
+        src = np.concatenate([g[mask::2 * mask] for g in nodes])
+        dst = np.concatenate([g[0::2 * mask][:len(g[mask::2 * mask])] for g in nodes])
+        reduce.append(Round(src, dst, n, 1, n))
+        mask <<= 1
+    leaders = np.array([int(g[0]) for g in nodes])
+    inter = rd_rounds if n <= HIER_SMALL_BYTES else rabenseifner_rounds
+    across = _on(leaders, inter(len(leaders), n)) if len(leaders) > 1 else []
+    broadcast = [Round(r.dst, r.src, n) for r in reversed(reduce)]
+    return reduce + across + broadcast
+
+
 PATTERNS = {"ring": ring_rounds, "ps": ps_rounds, "rd": rd_rounds, "rabenseifner": rabenseifner_rounds}
+STRATEGIES = (*PATTERNS, "hier", "auto", "native")
+
+
+def strategy_rounds(plat: Platform, strategy: str, p: int, nbytes: float) -> list[Round]:
+    if strategy == "hier":
+        return hier_rounds(plat, p, nbytes)
+    return PATTERNS[strategy](p, nbytes)
+
+
+def auto_choice(plat: Platform, p: int, nbytes: float) -> str:
+    """What ``auto`` takes: the faster of rd and rabenseifner, as it finds by timing them."""
+    return min(("rd", "rabenseifner"), key=lambda s: sync_s(plat, s, p, nbytes))
+
+
+def resolve(plat: Platform, strategy: str, p: int, nbytes: float) -> str:
+    """The algorithm that runs: ``auto``'s choice; ``native`` is Open MPI's choice by size
+    (rd small, rabenseifner large)."""
+    if strategy == "auto":
+        return auto_choice(plat, p, nbytes)
+    if strategy == "native":
+        return "rd" if nbytes <= 10 << 10 else "rabenseifner"
+    return strategy
 
 
 def sync_s(plat: Platform, strategy: str, p: int, nbytes: float) -> float:
-    """Simulated time of one synchronisation; ``auto`` takes the faster of rd and rabenseifner,
-    as it does by timing them; ``native`` is Open MPI's choice by size (rd small, rabenseifner large)."""
+    """Simulated time of one synchronisation (``auto``, ``native``: see :func:`resolve`)."""
     if p <= 1:
         return 0.0
-    if strategy == "auto":
-        return min(sync_s(plat, "rd", p, nbytes), sync_s(plat, "rabenseifner", p, nbytes))
-    if strategy == "native":
-        return sync_s(plat, "rd" if nbytes <= 10 << 10 else "rabenseifner", p, nbytes)
-    return sum(round_s(plat, r) for r in PATTERNS[strategy](p, nbytes))
+    name = resolve(plat, strategy, p, nbytes)
+    return sum(round_s(plat, r, p) for r in strategy_rounds(plat, name, p, nbytes))
+
+
+def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
+    """Plain sentences on what shapes the figure: a topology predicted as full bisection, and an
+    algorithm whose largest messages go through a NIC several at once (rank order against
+    placement), when moving those bytes through the NIC is at least a quarter of the time."""
+    out = []
+    if plat.topology not in FULL_BISECTION and p > max(plat.ranks_per_node, 1):
+        out.append(f"{plat.topology}: links beyond the NICs are not modelled (predicted as full bisection)")
+    total = sync_s(plat, strategy, p, nbytes)
+    if p <= 1 or total <= 0:
+        return out
+    name = resolve(plat, strategy, p, nbytes)
+    rounds_ = [r for r in strategy_rounds(plat, name, p, nbytes) if len(r.src)]
+    largest = max(r.nbytes for r in rounds_)
+    big = [(r, nic_load_bytes(plat, r, p)) for r in rounds_ if r.nbytes == largest]
+    big = [(r, load) for r, load in big if load > largest]
+    share = sum(load / plat.net_bytes_per_s * r.times for r, load in big) / total
+    if big and share >= 0.25:
+        at_once = round(max(load for _, load in big) / largest)
+        out.append(f"{name}: its largest messages ({largest:.0f} B) cross a NIC {at_once} at once "
+                   f"({plat.placement} placement, {plat.ranks_per_node} ranks per node): "
+                   f"{share:.0%} of the time")
+    return out
 
 
 def tree_s(plat: Platform, p: int, nbytes: float = 64.0) -> float:

@@ -11,7 +11,8 @@ moves a byte along them.
   sits out; after the core algorithm the odd rank hands the result back.
 * :func:`halving_steps` is the reduce-scatter by recursive halving over ``q``
   blocks: at each step a rank keeps one half of its current block range and
-  sends the other half to its partner ``v ^ mask``; it ends owning block ``v``.
+  sends the other half to its partner ``v ^ mask``, near partners first; it
+  ends owning block :func:`owned_block` (``v`` bit-reversed).
   The all-gather by recursive doubling runs the same steps backwards.
 * :func:`binomial_children` / :func:`binomial_parent` give the binomial tree
   rooted at group position 0 (reduce: children first, then the parent;
@@ -76,20 +77,32 @@ class HalvingStep:
 def halving_steps(q: int, v: int) -> list[HalvingStep]:
     """Rank ``v``'s steps of the reduce-scatter by recursive halving over ``q`` blocks.
 
-    ``q`` must be a power of two. Block range ``[0, q)`` halves each step; the
-    half holding block ``v`` is kept, so rank ``v`` ends owning block ``v``.
+    ``q`` must be a power of two. Near partners first, as MPICH does: step
+    ``k`` pairs ``v`` with ``v ^ 2**k``, so the largest halves travel between
+    neighbouring ranks (on one node when ranks fill nodes in order) and only
+    the small late ones between far ranks; far partners first would put every
+    rank's largest half through the node's network link at once. Block
+    range ``[0, q)`` halves each step and bit ``k`` of ``v`` picks the half
+    kept, so rank ``v`` ends owning block ``bit_reverse(v)``
+    (:func:`owned_block`).
     """
     if q < 1 or q & (q - 1):
         raise ValueError(f"recursive halving needs a power of two, got {q}")
-    steps, lo, hi, mask = [], 0, q, q >> 1
-    while mask:
+    steps, lo, hi, mask = [], 0, q, 1
+    while mask < q:
         mid = lo + (hi - lo) // 2
         lower, upper = (lo, mid), (mid, hi)
         keep, send = (upper, lower) if v & mask else (lower, upper)
         steps.append(HalvingStep(v ^ mask, keep, send))
         lo, hi = keep
-        mask >>= 1
+        mask <<= 1
     return steps
+
+
+def owned_block(q: int, v: int) -> int:
+    """The block rank ``v`` owns after :func:`halving_steps`: ``v``'s bits reversed over log2 q."""
+    width = q.bit_length() - 1
+    return int(format(v, f"0{width}b")[::-1], 2) if width else 0
 
 
 def doubling_partners(q: int, v: int) -> list[int]:

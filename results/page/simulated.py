@@ -9,6 +9,7 @@ simulated figures are computed under the stated platform, never measured.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 
@@ -28,7 +29,27 @@ def section(out_dir: str) -> str:
                    "timed on this host. They are shown side by side, never mixed.</p>"]
     parts.append(_host(frame[frame.kind == "host"]))
     parts.append(_scale(frame[frame.kind == "scale"]))
+    parts.append(_crosscheck(CROSSCHECK_CSV))
     return "".join(parts)
+
+
+# The round model beside SMPI (benchmarks/smpi_crosscheck.py), from the repository's docs/measured.
+CROSSCHECK_CSV = Path(__file__).resolve().parents[2] / "docs" / "measured" / "smpi_crosscheck.csv"
+
+
+def _crosscheck(path: Path) -> str:
+    if not path.exists():
+        return ""
+    rows = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    body = [[r.platform, int(r.ranks), r.strategy, r.smpi_algorithm, int(r.bytes),
+             num(r.predicted_s * 1e6), num(r.smpi_s * 1e6), num(r.ratio), r.note]
+            for r in rows.itertuples()]
+    return ("<h3>The round model beside SMPI, the same algorithm on the same platform [simulated, both]</h3>"
+            "<p>SMPI (SimGrid's MPI) plays out every message of the algorithm of the same name on SimGrid's "
+            "flow-level network model; neither side ran on a cluster. From "
+            f"<code>{esc(path.name)}</code> (<code>benchmarks/smpi_crosscheck.py</code>).</p>"
+            + table(["platform", "ranks", "strategy", "SMPI algorithm", "bytes", "round model us",
+                     "SMPI us", "model / SMPI", "note"], body))
 
 
 HOST_PARTS = (("compute_s", "compute"), ("sync_s", "reduction"), ("rest_s", "rest of step"),
@@ -82,8 +103,10 @@ def _scale(rows: pd.DataFrame) -> str:
         sim, mod = group[group.tag == "simulated"], group[group.tag == "modelled"]
         merged = sim.merge(mod, on=["strategy", "ranks"], suffixes=("_sim", "_mod"))
         body = [[r.strategy, int(r.ranks), num(r.sync_s_sim * 1e3), num(r.sync_s_mod * 1e3), num(r.step_s_sim * 1e3),
-                 num(r.step_s_mod * 1e3), num(float(r.recovery_s_sim) * 1e3)] for r in merged.itertuples()]
+                 num(r.step_s_mod * 1e3), num(float(r.recovery_s_sim) * 1e3),
+                 getattr(r, "notes_sim", "")] for r in merged.itertuples()]
         parts.append(f"<h3>{esc(platform)}: {int(nbytes):,} bytes of gradient</h3>"
                      + table(["strategy", "ranks", "sync ms [simulated]", "sync ms [modelled]",
-                              "step ms [simulated]", "step ms [modelled]", "death + recovery ms [simulated]"], body))
+                              "step ms [simulated]", "step ms [modelled]", "death + recovery ms [simulated]",
+                              "notes"], body))
     return "".join(parts)

@@ -1,0 +1,249 @@
+"""mpibench's round model beside SMPI, the same algorithm on the same platform.
+
+SMPI (SimGrid's MPI) runs a C loop of ``MPI_Allreduce`` (``smpi_allreduce.c``:
+float, sum, a few calls per size, ``SMPI_SHARED_MALLOC``) with thousands of
+ranks in one process, every message played out on SimGrid's flow-level
+network model. The platform is one file: a TOML platform
+(:mod:`mpibench.sim.platform`, written out as a SimGrid cluster by
+:mod:`mpibench.sim.platform_xml`) or a SimGrid XML cluster (used as is, and
+read back for the prediction). SMPI's algorithm is named to match ours:
+
+==============  =====================================================
+ring            ``lr`` (logical ring: reduce-scatter, all-gather)
+rd              ``rdb`` (recursive doubling)
+rabenseifner    ``rab_rdb`` (halving then doubling, MPICH's order)
+hier            ``smp_rdb`` up to 16 KiB, ``smp_rsag_rab`` above (binomial inside
+                the node, leaders' rd / Rabenseifner, binomial back)
+==============  =====================================================
+
+Both sides leave out the same things, so the ratio compares networks only:
+SMPI charges no computation (``smpi/simulate-computation:no``) and the
+prediction no reduction (gamma infinite); SMPI's message-size correction
+factors are off (``smpi/bw-factor`` and ``smpi/lat-factor`` at 1), so a
+link's latency and bandwidth mean the same on both sides. SMPI's ``lr``
+hands counts below p to its default algorithm; such rows say so.
+
+Every figure here is simulated (tag ``simulated``): neither side ran on a
+cluster. SMPI is deterministic, so ``launches`` is 1; ``smpi_s`` is the median
+over the calls of that launch and the interval their spread.
+
+    nice -n 15 python benchmarks/smpi_crosscheck.py --ranks 64,512 --out docs/measured/smpi_crosscheck.csv
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mpibench.base.config import UsageError  # noqa: E402
+from mpibench.sim import rounds  # noqa: E402
+from mpibench.sim.platform import Platform, load_platform  # noqa: E402
+from mpibench.sim.platform_xml import hosts_needed, to_simgrid_xml  # noqa: E402
+
+SMPI_NAMES = {"ring": "lr", "rd": "rdb", "rabenseifner": "rab_rdb", "hier": "smp_rdb"}
+HIER_LARGE = "smp_rsag_rab"
+SIZES = (8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20)  # 8 B ... 64 MiB
+COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy", "smpi_algorithm", "bytes",
+           "smpi_s", "smpi_lo_s", "smpi_hi_s", "calls", "launches", "predicted_s", "ratio", "smpi_wall_s",
+           "note", "tag"]
+SMPI_FLAGS = ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/privatization:no",  # the loop has no globals
+              "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
+              "--cfg=smpi/display-timing:no", "--log=root.thr:critical")
+
+
+@dataclass(frozen=True)
+class SmpiRow:
+    nbytes: int
+    median_s: float
+    lo_s: float
+    hi_s: float
+
+
+def build(work: Path) -> Path:
+    """smpicc the C loop into ``work``; exit 3 when SimGrid is missing."""
+    if shutil.which("smpicc") is None or shutil.which("smpirun") is None:
+        print("smpi_crosscheck: smpicc/smpirun not found (install libsimgrid-dev: make system-packages)",
+              file=sys.stderr)
+        sys.exit(3)
+    exe = work / "smpi_allreduce"
+    subprocess.run(["smpicc", "-O2", str(ROOT / "benchmarks" / "smpi_allreduce.c"), "-o", str(exe)],
+                   check=True, capture_output=True, text=True)
+    return exe
+
+
+def platform_files(source: Path, plat: Platform, p: int, work: Path) -> tuple[Path, Path]:
+    """(SimGrid platform, hostfile) for p ranks: the XML as given, or the TOML written out."""
+    xml = work / f"platform_{p}.xml"
+    if source.suffix == ".xml":
+        xml.write_text(source.read_text())
+        cluster = ET.parse(source).getroot().find(".//cluster")
+        prefix, suffix = cluster.get("prefix", ""), cluster.get("suffix", "")
+    else:
+        xml.write_text(to_simgrid_xml(plat, p))
+        prefix, suffix = "node-", ""
+    nodes, per = hosts_needed(plat, p), max(plat.ranks_per_node, 1)
+    node = [r % nodes if plat.placement == "cyclic" else r // per for r in range(p)]
+    hosts = work / f"hosts_{p}_{plat.placement}"
+    hosts.write_text("".join(f"{prefix}{n}{suffix}\n" for n in node))
+    return xml, hosts
+
+
+def run_smpi(exe: Path, xml: Path, hosts: Path, p: int, algorithm: str, sizes, calls: int,
+             timeout_s: float) -> tuple[list[SmpiRow], float, str]:
+    """One smpirun over every size; (rows that finished, wall seconds, why it stopped or '')."""
+    cmd = ["smpirun", "-np", str(p), "-platform", str(xml), "-hostfile", str(hosts), *SMPI_FLAGS,
+           f"--cfg=smpi/allreduce:{algorithm}", str(exe), str(calls), *map(str, sizes)]
+    start = time.monotonic()
+    # its own session: smpirun is a shell script, and on a timeout its simulator child must go too
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=xml.parent,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        why = "" if proc.returncode == 0 else f"smpirun exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        why = f"stopped after {timeout_s:.0f} s of wall time"
+    rows = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0].isdigit():
+            rows.append(SmpiRow(int(parts[0]), *map(float, parts[1:])))
+    return rows, time.monotonic() - start, why
+
+
+def note_for(strategy: str, p: int, nbytes: int, plat: Platform, why: str) -> str:
+    notes = []
+    if strategy == "ring" and nbytes // 4 < p:
+        notes.append("SMPI lr: count < p, ran its default algorithm instead")
+    notes += rounds.notes(plat, strategy, p, nbytes)
+    return "; ".join(notes + ([why] if why else []))
+
+
+def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: int, timeout_s: float,
+               work: Path, out_path: Path | None = None) -> list[dict]:
+    """Every (p, strategy) through SMPI beside the round model; with ``out_path``, the CSV is
+    written after each launch, so a long run stopped midway keeps what it finished."""
+    exe = build(work)
+    bare = replace(plat, gamma_bytes_per_s=math.inf)  # SMPI charges no reduction either
+    today = datetime.date.today().isoformat()
+    out = []
+    for p in ranks:
+        xml, hosts = platform_files(source, plat, p, work)
+        for strategy in strategies:
+            jobs = [(SMPI_NAMES[strategy], [n for n in sizes if strategy != "hier" or n <= rounds.HIER_SMALL_BYTES])]
+            if strategy == "hier":
+                jobs.append((HIER_LARGE, [n for n in sizes if n > rounds.HIER_SMALL_BYTES]))
+            for algorithm, some in jobs:
+                if not some:
+                    continue
+                found, wall_s, why = run_smpi(exe, xml, hosts, p, algorithm, some, calls, timeout_s)
+                for row in found:
+                    predicted = rounds.sync_s(bare, strategy, p, row.nbytes)
+                    out.append({"date": today, "platform": source.name, "placement": plat.placement, "ranks": p,
+                                "ranks_per_node": plat.ranks_per_node, "strategy": strategy,
+                                "smpi_algorithm": algorithm, "bytes": row.nbytes, "smpi_s": row.median_s,
+                                "smpi_lo_s": row.lo_s, "smpi_hi_s": row.hi_s, "calls": calls, "launches": 1,
+                                "predicted_s": predicted, "ratio": predicted / row.median_s if row.median_s else "",
+                                "smpi_wall_s": round(wall_s, 2),
+                                "note": note_for(strategy, p, row.nbytes, plat, ""), "tag": "simulated"})
+                if why:
+                    print(f"p={p} {strategy} ({algorithm}): {why}; {len(found)} of {len(some)} sizes done",
+                          file=sys.stderr)
+                if out_path is not None and found:
+                    write(out_path, out)
+    return out
+
+
+def show(rows: list[dict]) -> None:
+    print(f"{'p':>5} {'strategy':<13} {'smpi':<13} {'bytes':>9} {'SMPI us':>11} {'predicted us':>12} "
+          f"{'ratio':>6}  note   (all simulated)")
+    for r in rows:
+        print(f"{r['ranks']:>5} {r['strategy']:<13} {r['smpi_algorithm']:<13} {r['bytes']:>9} "
+              f"{r['smpi_s'] * 1e6:>11.2f} {r['predicted_s'] * 1e6:>12.2f} {r['ratio']:>6.2f}  {r['note']}")
+
+
+def _ints(text: str) -> list[int]:
+    units = {"K": 1 << 10, "M": 1 << 20}
+    try:
+        return [int(t[:-1]) * units[t[-1]] if t[-1] in units else int(t) for t in text.split(",") if t]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--platform", default=str(ROOT / "platforms" / "smpi_4x128.toml"),
+                    help="TOML platform or SimGrid XML cluster [default: platforms/smpi_4x128.toml]")
+    ap.add_argument("--placement", choices=("block", "cyclic"), help="override the platform's placement")
+    ap.add_argument("--ranks", type=_ints, default=[64, 512], help="comma-separated rank counts [64,512]")
+    ap.add_argument("--strategies", default="rd,rabenseifner,hier,ring", help="of ring, rd, rabenseifner, hier")
+    ap.add_argument("--sizes", type=_ints, default=list(SIZES), help="bytes, comma-separated (K, M suffixes)")
+    ap.add_argument("--calls", type=int, default=3, help="calls per size [3]")
+    ap.add_argument("--memory-gib", type=float, default=4.0,
+                    help="skip sizes whose ranks x bytes exceed this: SMPI's collectives allocate real "
+                         "per-rank scratch and apply the sums [4]")
+    ap.add_argument("--timeout", type=float, default=600.0, help="wall seconds per smpirun [600]")
+    ap.add_argument("--out", help="CSV to write (replaced)")
+    args = ap.parse_args(argv)
+    strategies = [s for s in args.strategies.split(",") if s]
+    if not set(strategies) <= set(SMPI_NAMES) or not 1 <= args.calls <= 1000:
+        print(f"smpi_crosscheck: strategies must be of {', '.join(SMPI_NAMES)}; calls 1..1000", file=sys.stderr)
+        return 2
+    try:
+        plat = load_platform(args.platform)
+    except UsageError as exc:
+        print(f"smpi_crosscheck: {exc}", file=sys.stderr)
+        return 2
+    plat = replace(plat, placement=args.placement or plat.placement)
+    with tempfile.TemporaryDirectory(prefix="smpi_crosscheck_") as work:
+        rows = []
+        for p in args.ranks:
+            sizes = [n for n in args.sizes if p * n <= args.memory_gib * 2 ** 30]
+            if len(sizes) < len(args.sizes):
+                print(f"p={p}: sizes above {sizes[-1] if sizes else 0} B skipped (--memory-gib {args.memory_gib:g})",
+                      file=sys.stderr)
+            rows += crosscheck(Path(args.platform), plat, [p], strategies, sizes, args.calls, args.timeout,
+                               Path(work), Path(args.out) if args.out else None)
+    show(rows)
+    return 0 if rows else 3
+
+
+def _key(row: dict) -> tuple:
+    return tuple(str(row[k]) for k in ("platform", "placement", "ranks", "strategy"))
+
+
+def write(path: Path, rows: list[dict]) -> None:
+    """Write ``rows``, keeping the file's earlier rows for (platform, placement, ranks, strategy)
+    not run this time, so that a long table can be filled in by several runs."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = {_key(r) for r in rows}
+    kept = []
+    if path.exists():
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames == COLUMNS:
+                kept = [r for r in reader if _key(r) not in fresh]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS)
+        w.writeheader()
+        for r in kept + [{k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows]:
+            w.writerow(r)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
