@@ -71,17 +71,18 @@ def _by_state(group: pd.DataFrame, state_of: dict[int, str]) -> str:
     return ", ".join(parts)
 
 
-def _model(group: pd.DataFrame, modelled: pd.DataFrame) -> tuple[float, float, str]:
+def _model(group: pd.DataFrame, modelled: pd.DataFrame) -> tuple[float, float, float, str]:
+    """(median, low, high of the per-launch measured / modelled ratio; the model's call)."""
     twins = modelled.merge(group[["launch"]], on="launch")
     ratios = twins.model_ratio.dropna()
     if ratios.empty:
-        return math.nan, math.nan, ""
+        return math.nan, math.nan, math.nan, ""
     tol = float(group.tolerance.dropna().median()) if "tolerance" in group and group.tolerance.notna().any() \
         else DEFAULT_TOLERANCE
     interval = ls.median_interval(list(ratios))
     # within <=> |modelled - measured| / measured <= tol <=> measured / modelled in [1/(1+tol), 1/(1-tol)]
     high = 1 / (1 - tol) if tol < 1 else math.inf
-    return interval.low, interval.high, ls.model_call(interval, 1 / (1 + tol), high)
+    return interval.median, interval.low, interval.high, ls.model_call(interval, 1 / (1 + tol), high)
 
 
 def combine(rows: pd.DataFrame, state_of: dict[int, str], columns: list[str]) -> pd.DataFrame:
@@ -106,30 +107,56 @@ def combine(rows: pd.DataFrame, state_of: dict[int, str], columns: list[str]) ->
                        clusters=" / ".join(f"{c:.2f}x" for c in v.clusters), bimodal_p=v.bimodal_p,
                        by_state=_by_state(group, state_of))
         mine = modelled[(modelled.strategy == key[0]) & (modelled.ranks == key[1]) & (modelled.bytes == key[2])]
-        low, high, call = _model(group, mine)
-        row.update(model_ratio_low=low, model_ratio_high=high, model_call=call)
+        ratio, low, high, call = _model(group, mine)
+        row.update(model_ratio=ratio, model_ratio_low=low, model_ratio_high=high, model_call=call)
         out.append(row)
     return pd.DataFrame(out, columns=columns + INTERVAL_COLUMNS)
 
 
+SHORT = {ls.FASTER: "faster", ls.SLOWER: "slower", ls.SAME: "indist.", ls.BIMODAL: "bimodal", ls.TOO_FEW: "too few"}
+CELL = 26
+MAX_MODEL_LINES = 8
+
+
 def verdict_lines(table: pd.DataFrame) -> list[str]:
-    """The verdict table as printed: one line per candidate, one cell per size."""
+    """The verdict table as printed: one line per candidate, one cell per size (verdict, median
+    paired ratio blocking / candidate, its interval; indist. = indistinguishable)."""
     from mpibench.base.units import human_bytes
 
     compared = table[table.verdict.notna()] if "verdict" in table else table.iloc[0:0]
     if compared.empty:
         return ["# no comparison against blocking"]
     sizes = sorted(compared.bytes.unique())
-    lines = [f"{'vs blocking':<14}" + "".join(f"{human_bytes(int(n)):>24}" for n in sizes)]
+    lines = [f"{'vs blocking':<14}" + "".join(f"{human_bytes(int(n)):>{CELL}}" for n in sizes)]
     for name, group in compared.groupby("strategy", sort=False):
         cells = []
         for n in sizes:
             r = group[group.bytes == n]
             if r.empty:
-                cells.append(f"{'-':>24}")
+                cells.append(f"{'-':>{CELL}}")
                 continue
             r = r.iloc[0]
-            cells.append(f"{r.verdict[:7]:>8} {r.vs_blocking:.2f}x [{r.vs_blocking_low:.2f},{r.vs_blocking_high:.2f}]"
-                         .rjust(24))
+            cells.append(f"{SHORT.get(r.verdict, r.verdict)} {r.vs_blocking:.2f}x "
+                         f"[{r.vs_blocking_low:.2f},{r.vs_blocking_high:.2f}]".rjust(CELL))
         lines.append(f"{name:<14}" + "".join(cells))
+    return lines
+
+
+def model_lines(table: pd.DataFrame) -> list[str]:
+    """One line: how many points the model agrees with, flags, or cannot resolve; then each flag."""
+    if "model_call" not in table or not table.model_call.fillna("").astype(bool).any():
+        return []
+    from mpibench.base.units import human_bytes
+
+    calls = table.model_call.fillna("")
+    agree, flagged = int((calls == "agrees").sum()), calls.str.startswith("flagged")
+    unresolved = int(calls.str.startswith("cannot").sum())
+    lines = [f"# model (measured / modelled per launch, 95 % interval against the tolerance band): "
+             f"{agree} agree, {int(flagged.sum())} flagged, {unresolved} cannot be resolved at this noise"]
+    shown = table[flagged | calls.str.startswith("cannot")]
+    for r in shown.head(MAX_MODEL_LINES).itertuples(index=False):
+        lines.append(f"model: {r.strategy} p={r.ranks} {human_bytes(int(r.bytes))}: measured {r.model_ratio:.2f}x "
+                     f"modelled [{r.model_ratio_low:.2f}, {r.model_ratio_high:.2f}]: {r.model_call}")
+    if len(shown) > MAX_MODEL_LINES:
+        lines.append(f"# ... and {len(shown) - MAX_MODEL_LINES} more in bench.csv (column model_call)")
     return lines

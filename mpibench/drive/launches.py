@@ -98,7 +98,8 @@ def _finish(done: list[LaunchDone], out: str, stream) -> int:
     import pandas as pd
 
     from mpibench.base.records import BENCH_COLUMNS
-    from mpibench.results.launchtable import LAUNCH_COLUMNS, combine, read_launches, states, verdict_lines
+    from mpibench.results.launchtable import (LAUNCH_COLUMNS, combine, model_lines, read_launches, states,
+                                              verdict_lines)
 
     kept = [d for d in done if d.exit in (EXIT_OK, EXIT_VIOLATION)]
     rows, prints = read_launches([d.folder for d in kept])
@@ -116,9 +117,8 @@ def _finish(done: list[LaunchDone], out: str, stream) -> int:
                      None, None, None, "failed"] for d in done if d not in kept]
     pd.DataFrame(sorted(launch_rows), columns=LAUNCH_COLUMNS).to_csv(os.path.join(out, "launches.csv"), index=False)
     print(f"# {len(kept)} of {len(done)} launches finished; medians over them, 95 % order-statistic "
-          f"intervals; launch states: {', '.join(f'{n} {s}' for n, s in sorted(state_of.items())) or 'none'}",
-          file=stream)
-    for line in verdict_lines(table):
+          f"intervals (below six launches none reaches 95 %); {_states_text(state_of)}", file=stream)
+    for line in verdict_lines(table) + model_lines(table):
         print(line, file=stream)
     print(f"# tables: {os.path.join(out, 'bench.csv')}, {os.path.join(out, 'launches.csv')}", file=stream,
           flush=True)
@@ -128,3 +128,12 @@ def _finish(done: list[LaunchDone], out: str, stream) -> int:
         return EXIT_COULD_NOT_RUN
     wrong = table.errors.fillna(0).sum() if "errors" in table else 0
     return EXIT_VIOLATION if wrong else EXIT_OK
+
+
+def _states_text(state_of: dict[int, str]) -> str:
+    """``launch states (1 MiB ping-pong): fast 1 4 6, slow 2 3 5`` or ``one launch state``."""
+    names = sorted(set(state_of.values()))
+    if names in ([], ["one"]):
+        return "the fingerprints form one launch state"
+    return "launch states (1 MiB ping-pong): " + ", ".join(
+        f"{name} {' '.join(str(n) for n, s in sorted(state_of.items()) if s == name)}" for name in names)
