@@ -92,3 +92,15 @@ def test_launches_under_a_launcher_is_refused_in_one_line(tmp_path):
                       timeout=60, env=env, cwd=tmp_path)
     assert job.returncode == 2 and "run it without mpirun" in job.stderr
     assert len(job.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--np", "3"], "go with --launches"),
+    (["--launches", "3", "--launch-deadline", "0"], "--launch-deadline must be positive"),
+    (["--launches", "0"], "--launches"),
+])
+def test_bad_launch_options_are_one_line_and_exit_2(tmp_path, args, words):
+    job = run_command([sys.executable, "-m", "mpibench", "bench", *args, "--out", str(tmp_path / "o")],
+                      timeout=60, cwd=tmp_path)
+    assert job.returncode == 2 and words in job.stderr, job.text
+    assert len(job.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()

@@ -134,10 +134,10 @@ def replacement():
               help="run without mpirun: launch the job this many times (each into OUT/launch-NN, each "
                    "starting with a fingerprint) and write medians over launches with 95 % intervals and a "
                    "verdict per comparison (see docs/intervals.md)")
-@click.option("--np", "np_ranks", type=click.IntRange(min=1), default=2, show_default=True,
-              help="with --launches: ranks per launch")
-@click.option("--launch-deadline", type=float, default=3600.0, show_default=True,
-              help="with --launches: seconds before one launch is killed as hung")
+@click.option("--np", "np_ranks", type=click.IntRange(min=1), default=None,
+              help="with --launches: ranks per launch [default: 2]")
+@click.option("--launch-deadline", type=float, default=None,
+              help="with --launches: seconds before one launch is killed as hung [default: 3600]")
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
           bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, launches, np_ranks,
@@ -151,7 +151,9 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     any reduction was wrong, 3 if --c-baseline on could not be built.
     """
     if launches > 1:  # the driver, outside MPI: nothing below imports mpi4py in this process
-        sys.exit(launch_bench(launches, np_ranks, launch_deadline, kw))
+        sys.exit(launch_bench(launches, np_ranks or 2, 3600.0 if launch_deadline is None else launch_deadline, kw))
+    if np_ranks is not None or launch_deadline is not None:
+        raise UsageError("--np and --launch-deadline go with --launches N (N > 1); under mpirun its -n decides")
     from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
     from mpibench.job.bench.plan import validate, wants_floor
 
