@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mpibench.base.records import BENCH_COLUMNS
-from mpibench.drive.launches import job_args
+from mpibench.drive.launches import clear_launches, job_args
 from mpibench.results import launchstats as ls
 from mpibench.results.launchtable import INTERVAL_COLUMNS, combine, read_launches, states, verdict_lines
 from mpirun import mpi_env, run_command
@@ -96,7 +96,7 @@ def test_launches_under_a_launcher_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("args, words", [
     (["--np", "3"], "go with --launches"),
-    (["--launches", "3", "--launch-deadline", "0"], "--launch-deadline must be positive"),
+    (["--launches", "3", "--launch-deadline", "0"], "--launch-deadline must be a positive number"),
     (["--launches", "0"], "--launches"),
 ])
 def test_bad_launch_options_are_one_line_and_exit_2(tmp_path, args, words):
@@ -104,3 +104,21 @@ def test_bad_launch_options_are_one_line_and_exit_2(tmp_path, args, words):
                       timeout=60, cwd=tmp_path)
     assert job.returncode == 2 and words in job.stderr, job.text
     assert len(job.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow  # a preflight and a refused launch: about 25 s under load
+def test_bad_job_input_under_launches_is_the_jobs_own_line_and_leaves_nothing(tmp_path):
+    """The job itself checks its options: its first launch is refused, the driver stops there."""
+    job = run_command([sys.executable, "-m", "mpibench", "bench", "--launches", "3", "--sizes", "inf",
+                       "--out", str(tmp_path / "o")], timeout=120, cwd=tmp_path)
+    assert job.returncode == 2 and "size" in job.stderr and "launch 2/3" not in job.stdout, job.text
+    assert len(job.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_force_replaces_an_earlier_runs_launch_folders(tmp_path):
+    for name in ("launch-01", "launch-02", "launch-notes"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "bench.csv").write_text("x\n")
+    (tmp_path / "keep.txt").write_text("mine")
+    clear_launches(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "launch-notes"]

@@ -184,7 +184,7 @@ def launch_bench(launches: int, ranks: int, deadline_s: float, kw: dict) -> int:
     """``bench --launches N``: relaunch ``bench`` N times under the launcher (mpibench.drive.launches)."""
     from mpibench.base.exits import EXIT_COULD_NOT_RUN
     from mpibench.drive.launch import LaunchError, preflight
-    from mpibench.drive.launches import run_launches
+    from mpibench.drive.launches import clear_launches, run_launches
     from mpibench.job.outdir import resolve
 
     from .selflaunch import under_launcher
@@ -192,8 +192,8 @@ def launch_bench(launches: int, ranks: int, deadline_s: float, kw: dict) -> int:
     if under_launcher():
         raise UsageError("--launches relaunches bench itself: run it without mpirun "
                          "(python -m mpibench bench --launches N --np P ...)")
-    if deadline_s <= 0:
-        raise UsageError(f"--launch-deadline must be positive, got {deadline_s:g}")
+    if not 0 < deadline_s < float("inf"):
+        raise UsageError(f"--launch-deadline must be a positive number of seconds, got {deadline_s:g}")
     request = out_request(kw, "bench-launches", 0)
     try:
         launcher = preflight(None, ranks)
@@ -201,4 +201,7 @@ def launch_bench(launches: int, ranks: int, deadline_s: float, kw: dict) -> int:
         print(f"bench: could not run: {exc}", file=sys.stderr, flush=True)
         return EXIT_COULD_NOT_RUN
     argv = sys.argv[sys.argv.index("bench") + 1:] if "bench" in sys.argv else []
-    return run_launches(launcher, ranks, launches, argv, resolve(request), deadline_s)
+    out = resolve(request)
+    if request.force:
+        clear_launches(out)
+    return run_launches(launcher, ranks, launches, argv, out, deadline_s)

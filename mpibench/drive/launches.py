@@ -14,7 +14,9 @@ usage (exit 2) stops the driver at once. This process never imports mpi4py.
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from .launch import mpibench_command, run_job_once_more_if_unstarted
 
 LAUNCH_DEADLINE_S = 3600.0
 SUBFOLDER = "launch-{:02d}"
+LAUNCH_FOLDER = re.compile(r"launch-\d{2,}")
 FOLDED = ("--launches", "--np", "--out", "--launch-deadline")  # the driver's own options, with a value
 FLAGS = ("--force",)
 
@@ -71,6 +74,24 @@ def _progress(done: LaunchDone, total: int, started_s: float) -> str:
             f"(load {done.load_before:.2f}); ~{left_s / 60:.1f} min left")
 
 
+def clear_launches(out: str) -> None:
+    """Remove an earlier run's launch folders (``--force``: the earlier run's results are replaced)."""
+    for name in os.listdir(out) if os.path.isdir(out) else []:
+        if LAUNCH_FOLDER.fullmatch(name) and os.path.isdir(os.path.join(out, name)):
+            shutil.rmtree(os.path.join(out, name))
+
+
+def _remove_empty_run(out: str, folder: str) -> None:
+    """The first launch's folder, and ``out`` when that leaves it empty (a fresh folder's
+    ``latest`` link too, when it points there)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if os.path.isdir(out) and not os.listdir(out):
+        os.rmdir(out)
+        latest = os.path.join(os.path.dirname(out), "latest")
+        if os.path.islink(latest) and os.readlink(latest) == os.path.basename(out):
+            os.unlink(latest)
+
+
 def run_launches(launcher: list[str], ranks: int, launches: int, argv: list[str], out: str,
                  deadline_s: float = LAUNCH_DEADLINE_S, stream=sys.stdout) -> int:
     """Launch ``bench ARGV`` ``launches`` times into ``out``; write the combined tables; exit status."""
@@ -90,6 +111,8 @@ def run_launches(launcher: list[str], ranks: int, launches: int, argv: list[str]
         if job.returncode == EXIT_USAGE:
             lines = [x for x in job.stdout_tail.splitlines() + job.stderr_tail.splitlines() if x.strip()]
             print(lines[-1] if lines else "bench: bad usage", file=sys.stderr, flush=True)
+            if n == 1:  # refused before it measured anything: leave nothing behind
+                _remove_empty_run(out, folder)
             return EXIT_USAGE
     return _finish(done, out, stream)
 
