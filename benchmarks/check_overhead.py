@@ -1,34 +1,50 @@
-"""Steps per second with the history and the checks versus without them.
+"""The cost of the evidence as a curve: history only, and history + online check, against checks off.
 
-Runs `python -m mpibench run` under mpirun, alternating "on" (every worker
-writes its history; the first live member checks the case when it ends and
-writes the verdict) and "off" (``MPIBENCH_HISTORY=off``: no history, nothing
-checked, the run cannot be judged). Each job reports its own times measured
-with ``time.perf_counter`` inside the job (the training loop and the online check of every step, whose case
-verdict the verdict of record reuses), so launcher start-up is not counted. Steps are chosen so
-that the loop runs at least ``--min-loop-s`` seconds. Prints every pair and
-the medians:
+Runs `python -m mpibench run` under mpirun, over model sizes from the main
+job's MLP (676 parameters, a step of about 0.2 ms) to steps of 10 ms and more,
+alternating in interleaved pairs of launches "on" (every worker writes its
+history; the first live member checks the case when it ends and writes the
+verdict) and "off" (``MPIBENCH_HISTORY=off``: no history, nothing checked, the
+run cannot be judged). A pair is the unit of repetition: both halves launched
+back to back, so each ratio is paired in time. Each job reports its own times
+measured with ``time.perf_counter`` inside the job (the training loop, and the
+online check of every step, whose case verdict the verdict of record reuses;
+nothing of the check runs inside the timed loop), so launcher start-up is not
+counted. Steps are chosen per size so that the loop runs at least
+``--min-loop-s`` seconds. Every rank's BLAS runs one thread (``OPENBLAS_NUM_THREADS``
+and ``OMP_NUM_THREADS`` are 1 unless set): two ranks each starting a BLAS
+thread per core time-share the cores, and on a loaded 2-core host that made a
+34,052-parameter step 24 times slower (460 ms against 19 ms), which would
+measure the threads, not the harness. Per size it prints every pair and the medians over
+pairs of
 
-    on_loop:    steps / loop time with history writing (what training pays)
-    on_total:   steps / (loop + online check)
-    off:        steps / loop time without history
+    history:         off steps/s over on steps/s in the loop (what training pays)
+    history+check:   off steps/s over on steps/s with the online check's time added
 
-    python benchmarks/check_overhead.py [--ranks 2] [--steps 1500] [--pairs 5] [--check-every 1]
+with 95 % order-statistic intervals over the pairs
+(:mod:`mpibench.results.launchstats`), the host's load before and after, and
+``--write`` writes ``docs/measured/evidence_cost.csv``.
+
+    python benchmarks/check_overhead.py [--ranks 2] [--pairs 6] [--sizes 16x32x16,...] [--check-every 1] [--write]
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import re
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
 from mpirun import run_mpi  # noqa: E402
 
 LINE = re.compile(r"timing: (\d+) steps, loop ([0-9.]+) s, online check ([0-9.]+) s")
+# features x hidden x local batch: the main job's MLP first, then larger models and batches (steps of 10 ms and more)
+SIZES = "16x32x16,64x128x32,128x256x64,128x512x128"
+CLASSES = 4
 
 
 def load() -> str:
@@ -39,11 +55,18 @@ def load() -> str:
         return "unknown"
 
 
-def timed_run(ranks: int, steps: int, strategy: str, history: bool, check_every: int = 1) -> dict:
+def parameters(features: int, hidden: int) -> int:
+    return features * hidden + hidden + hidden * CLASSES + CLASSES
+
+
+def timed_run(ranks: int, steps: int, strategy: str, history: bool, size: tuple, check_every: int = 1) -> dict:
     os.environ["MPIBENCH_HISTORY"] = "on" if history else "off"
+    features, hidden, batch = size
     with tempfile.TemporaryDirectory() as out:
-        job = run_mpi(ranks, ["run", "--strategy", strategy, "--steps", str(steps),
-                              "--check-every", str(check_every)], Path(out), timeout=600)
+        job = run_mpi(ranks, ["run", "--strategy", strategy, "--steps", str(steps), "--check-every", str(check_every),
+                              "--features", str(features), "--hidden", str(hidden), "--batch-size", str(batch),
+                              "--classes", str(CLASSES), "--samples", str(max(1200, batch * ranks * 4))],
+                      Path(out), timeout=900)
     expected = 0 if history else 3  # without a history there is nothing to judge
     if job.returncode != expected or not LINE.search(job.stdout):
         raise SystemExit(f"run exited {job.returncode} (expected {expected}):\n{job.text[-3000:]}")
@@ -51,37 +74,78 @@ def timed_run(ranks: int, steps: int, strategy: str, history: bool, check_every:
     return {"steps": int(done), "loop_s": float(loop_s), "check_s": float(online_s)}
 
 
+def one_size(args, size: tuple) -> dict:
+    from mpibench.results.launchstats import median_interval
+
+    steps = args.steps
+    while True:
+        probe = timed_run(args.ranks, steps, args.strategy, False, size)
+        if probe["loop_s"] >= args.min_loop_s or steps >= args.max_steps:
+            break
+        steps = min(args.max_steps, steps * 2)  # runs shorter than the floor measure start-up noise, not steps
+    before = load()
+    history, with_checks, off_step_s = [], [], []
+    for i in range(args.pairs):
+        on = timed_run(args.ranks, steps, args.strategy, True, size, args.check_every)
+        plain = timed_run(args.ranks, steps, args.strategy, False, size)
+        history.append(on["loop_s"] / plain["loop_s"] * plain["steps"] / on["steps"])
+        with_checks.append((on["loop_s"] + on["check_s"]) / plain["loop_s"] * plain["steps"] / on["steps"])
+        off_step_s.append(plain["loop_s"] / plain["steps"])
+        print(f"  pair {i + 1}: off {off_step_s[-1] * 1e3:.3f} ms/step; history {history[-1]:.2f}x, "
+              f"history + check {with_checks[-1]:.2f}x (check {on['check_s']:.3f} s)", flush=True)
+    h, c, s = median_interval(history), median_interval(with_checks), median_interval(off_step_s)
+    features, hidden, batch = size
+    return {"features": features, "hidden": hidden, "batch": batch, "parameters": parameters(features, hidden),
+            "steps": steps, "pairs": args.pairs, "confidence_pct": round(h.coverage * 100, 1),
+            "step_off_ms": s.median * 1e3, "step_off_ms_low": s.low * 1e3, "step_off_ms_high": s.high * 1e3,
+            "history_cost": h.median, "history_cost_low": h.low, "history_cost_high": h.high,
+            "with_check_cost": c.median, "with_check_cost_low": c.low, "with_check_cost_high": c.high,
+            "load_before": before, "load_after": load()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # Two ranks: more than the host's cores would time the time-sharing, not the harness.
     parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=1500)
-    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=100, help="the first try per size; doubled up to --min-loop-s")
+    parser.add_argument("--max-steps", type=int, default=20000)
+    parser.add_argument("--pairs", type=int, default=6, help="interleaved on/off launch pairs per size")
     parser.add_argument("--strategy", default="native")
+    parser.add_argument("--sizes", default=SIZES, help="features x hidden x local batch, comma-separated")
     parser.add_argument("--min-loop-s", type=float, default=2.0)  # 0: exactly --steps
     parser.add_argument("--check-every", type=int, default=1,
                         help="the online check's stride (the offline verdict still judges every step)")
+    parser.add_argument("--write", action="store_true", help="write docs/measured/evidence_cost.csv")
     args = parser.parse_args()
-    steps = args.steps
-    while timed_run(args.ranks, steps, args.strategy, False)["loop_s"] < args.min_loop_s:
-        steps *= 2  # runs shorter than the floor measure start-up noise, not steps
-    print(f"{args.ranks} ranks, {args.strategy}, {steps} steps per run, online check every {args.check_every}, "
-          f"{args.pairs} interleaved pairs; "
-          f"load before {load()}")
-    on_loop, on_total, off = [], [], []
-    for i in range(args.pairs):
-        on = timed_run(args.ranks, steps, args.strategy, True, args.check_every)
-        plain = timed_run(args.ranks, steps, args.strategy, False)
-        on_loop.append(on["steps"] / on["loop_s"])
-        on_total.append(on["steps"] / (on["loop_s"] + on["check_s"]))
-        off.append(plain["steps"] / plain["loop_s"])
-        print(f"pair {i + 1}: on {on_loop[-1]:.1f} steps/s in the loop ({on['loop_s']:.3f} s), "
-              f"{on_total[-1]:.1f} with the checks ({on['check_s']:.3f} s); "
-              f"off {off[-1]:.1f} steps/s ({plain['loop_s']:.3f} s)", flush=True)
-    m_loop, m_total, m_off = (statistics.median(v) for v in (on_loop, on_total, off))
-    print(f"median steps/s  off: {m_off:.1f}  on (loop): {m_loop:.1f}  on (loop + checks): {m_total:.1f}")
-    print(f"cost of the history in the loop: {m_off / m_loop:.2f}x; with the checks: {m_off / m_total:.2f}x; "
-          f"load after {load()}")
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
+    print(f"{args.ranks} ranks, {args.strategy}, {args.pairs} interleaved on/off pairs per size, online check "
+          f"every {args.check_every}; load before {load()}", flush=True)
+    rows = []
+    for size in sizes:
+        print(f"size {'x'.join(map(str, size))} ({parameters(*size[:2])} parameters):", flush=True)
+        rows.append(one_size(args, size))
+        r = rows[-1]
+        if args.write:  # after every size, so a run stopped early keeps what it measured
+            write(rows, args)
+        print(f"  {r['step_off_ms']:.3f} ms/step off; history {r['history_cost']:.2f}x "
+              f"[{r['history_cost_low']:.2f}, {r['history_cost_high']:.2f}], history + check "
+              f"{r['with_check_cost']:.2f}x [{r['with_check_cost_low']:.2f}, {r['with_check_cost_high']:.2f}] "
+              f"({r['confidence_pct']} % intervals over {r['pairs']} pairs); load {r['load_before']} -> "
+              f"{r['load_after']}", flush=True)
+
+
+def write(rows: list[dict], args) -> None:
+    import pandas as pd
+
+    path = ROOT / "docs" / "measured" / "evidence_cost.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    pd.DataFrame(rows).assign(date=date, ranks=args.ranks, check_every=args.check_every,
+                              blas_threads=os.environ["OPENBLAS_NUM_THREADS"]).to_csv(
+        path, index=False, float_format="%.4g")
+    print(f"# wrote {path} ({len(rows)} sizes)", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,13 @@ tolerance (15 % at p = 1, 25 % above); a miss names the part whose measured
 and modelled times lie furthest apart. Exit 0 when every median point is
 within, 1 when one is not, 2 when a folder has no usable scaling.csv, 3 when
 the folders hold no point.
+
+Each folder is one launch, so the closing table judges every point over the
+launches: measured / modelled step per folder (each folder's model calibrated in
+that launch), its 95 % order-statistic interval over the folders, and the call
+(:func:`mpibench.results.launchstats.model_call`): flagged only where the
+interval excludes the tolerance band, ``agrees`` where it lies inside,
+otherwise "cannot resolve at this noise (±X %)".
 """
 from __future__ import annotations
 
@@ -20,7 +27,25 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mpibench.results import stepcompare  # noqa: E402
+from mpibench.results import launchstats, stepcompare  # noqa: E402
+
+
+def launch_calls(folders: list) -> list[str]:
+    """Per point: measured / modelled step over the folders (launches), its interval and the call."""
+    by_key: dict = {}
+    for f in folders:
+        for p in f.points:
+            got, want = p.measured.get("step_time_s"), p.modelled.get("step_time_s")
+            if got and want and want > 0:
+                by_key.setdefault((p.strategy, p.mode, p.ranks), []).append(got / want)
+    lines = [f"{'strategy':<12} {'mode':<8} {'p':>2} {'launches':>8} {'measured/modelled':>18} {'95 % interval':>15}  call"]
+    for (strategy, mode, ranks), ratios in by_key.items():
+        tol = stepcompare.tolerance(ranks)
+        got = launchstats.median_interval(ratios)
+        call = launchstats.model_call(got, 1 / (1 + tol), 1 / (1 - tol))
+        lines.append(f"{strategy:<12} {mode:<8} {ranks:>2} {got.n:>8} {got.median:18.2f} "
+                     f"{f'[{got.low:.2f}, {got.high:.2f}]':>15}  {call} ({got.coverage:.1%} coverage)")
+    return lines
 
 
 def main(argv=None) -> int:
@@ -44,6 +69,8 @@ def main(argv=None) -> int:
     print(f"== median over {len(folders)} folder(s): measured/modelled ms (model error)")
     print(stepcompare.table(points))
     print(stepcompare.summary_line(points))
+    print(f"\n== over {len(folders)} launch(es): measured / modelled step per launch, 95 % interval, the call")
+    print("\n".join(launch_calls(folders)))
     return 0 if all(p.holds for p in points) else 1
 
 

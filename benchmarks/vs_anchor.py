@@ -1,23 +1,28 @@
 """``bench``'s baselines against an independent anchor, in the same interleaved rounds.
 
-    python benchmarks/vs_anchor.py [--anchor PATH] [--ranks 2] [--sizes 4K,...,64M] [--rounds 5] [--launches 3]
+    python benchmarks/vs_anchor.py [--anchor PATH] [--ranks 2] [--sizes 4K,...,64M] [--rounds 5] [--launches 6]
+        [--out DIR] [--write]
 
-Not under mpirun: it launches one ``bench`` job (``MPIBENCH_MPIEXEC``, else
-``mpirun``) with ``--strategies c_floor --anchor PATH``, so the anchor runs as its
-own job, launched by rank 0 in every round at every size while the benchmark's
-ranks sleep. The anchor is ``--anchor`` (an IMB-MPI1 or osu_allreduce binary you
+Not under mpirun: it runs ``bench --launches K`` (the driver outside MPI:
+``MPIBENCH_MPIEXEC``, else ``mpirun``) with ``--strategies c_floor --anchor PATH``,
+so in every launch the anchor runs as its own job, launched by rank 0 in every
+round at every size while the benchmark's ranks sleep: the anchor's launches
+are interleaved with bench's own, and every launch begins with its fingerprint.
+The anchor is ``--anchor`` (an IMB-MPI1 or osu_allreduce binary you
 built against the same MPI), else the project's own stand-alone C program
 (``mpibench/job/bench/c_anchor.c``, osu_allreduce's method), built here with the
 MPI's ``mpicc``. The job and the anchor run on one page policy (``--pages``: 4 KiB pages
 everywhere by default, as a C tool's ``malloc`` gets them; ``huge``: NumPy's,
 the MPI's scratch and the anchor's buffers all on transparent huge pages;
-see ``mpibench/job/bench/pages.py``). The job runs ``--launches`` times (a launch's own state, such as where
-its buffers landed, moves all of its rounds together). Printed per size: each
+see ``mpibench/job/bench/pages.py``). Printed per size: each
 one's ``t_avg`` (median over rounds of the mean over ranks of the mean call
 time; then the median over launches), ``blocking`` and ``c_floor`` over the
-anchor, and whether both are within ``--tolerance`` (10 %); the host's load
-before and after. Exit 0 when every size is within, 1 when one is not, 3 when
-the job could not run.
+anchor, and whether both are within ``--tolerance`` (10 %); then the same
+launches in bench's frame: blocking / anchor paired inside each launch (``t_max``),
+its 95 % interval over launches, the verdict, and its median in each launch state
+(named by the fingerprint). ``--write`` writes ``docs/measured/anchor_frame.csv``.
+The host's load before and after. Exit 0 when every size is within (both tables),
+1 when one is not, 3 when the job could not run.
 """
 from __future__ import annotations
 
@@ -51,12 +56,15 @@ def own_anchor() -> str:
 
 
 def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
-    from mpibench.drive.launch import job_env, launcher_argv
+    """``bench --launches K`` (the driver outside MPI): every launch in OUT/launch-NN, each with its
+    fingerprint, the anchor launched in every round of every launch, interleaved with bench's own."""
+    from mpibench.drive.launch import launcher_argv
 
-    cmd = [*launcher_argv(args.mpiexec), "-n", str(args.ranks), sys.executable, "-m", "mpibench", "bench",
+    cmd = [sys.executable, "-m", "mpibench", "bench", "--launches", str(args.launches), "--np", str(args.ranks),
            "--sizes", args.sizes, "--strategies", "c_floor", "--anchor", anchor, "--rounds", str(args.rounds),
            "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force"]
     print(f"# {shlex.join(cmd)}", flush=True)
+    from mpibench.drive.launch import job_env
     from mpibench.job.bench.pages import with_pages
 
     env = with_pages(job_env(), huge=args.pages == "huge")  # one page policy for ranks, MPI scratch, anchor
@@ -66,6 +74,31 @@ def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
     if done.returncode != 0:
         print(done.stdout[-2000:] + done.stderr[-2000:], file=sys.stderr)
     return done.returncode, done.stdout
+
+
+def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]]:
+    """Per size, from bench --launches' combined table: blocking / anchor paired within each launch,
+    its 95 % interval over launches, its verdict, and its median in each launch state; a size passes
+    when the verdict is indistinguishable or every state's median is within ``tolerance``."""
+    import pandas as pd
+
+    from mpibench.base.units import human_bytes
+
+    table = pd.read_csv(os.path.join(out, "bench.csv"))
+    lines = [f"{'size':>8} {'blocking/anchor':>15} {'95 % interval':>15}  {'verdict':<18} by launch state"]
+    ok, rows = True, []
+    for r in table[table.strategy == "anchor"].sort_values("bytes").itertuples(index=False):
+        state_medians = [float(part.split()[1].rstrip("x")) for part in str(r.by_state).split(", ") if part]
+        # vs_blocking of the anchor row is blocking / anchor; its inverse is the anchor's time over blocking's
+        within = r.verdict == "indistinguishable" or all(abs(m - 1) <= tolerance for m in state_medians)
+        ok &= within
+        rows.append({"bytes": int(r.bytes), "blocking_over_anchor": r.vs_blocking, "low": r.vs_blocking_low,
+                     "high": r.vs_blocking_high, "verdict": r.verdict, "by_state": r.by_state,
+                     "launches": r.launches, "within": within})
+        lines.append(f"{human_bytes(int(r.bytes)):>8} {r.vs_blocking:15.2f} "
+                     f"{f'[{r.vs_blocking_low:.2f}, {r.vs_blocking_high:.2f}]':>15}  {r.verdict:<18} "
+                     f"{r.by_state}  {'yes' if within else 'NO'}")
+    return lines, ok, rows
 
 
 def figures(out: str) -> dict[tuple[str, int], float]:
@@ -104,7 +137,7 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--sizes", default=SIZES)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--launches", type=int, default=3, help="separate jobs; medians over them")
+    parser.add_argument("--launches", type=int, default=6, help="bench --launches: separate jobs; medians over them")
     parser.add_argument("--pages", choices=["4k", "huge"], default="4k",
                         help="4k: no buffer madvises huge pages (as a C tool's malloc by default); huge: NumPy's, "
                         "the MPI's and the anchor's all do (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)")
@@ -113,31 +146,50 @@ def main() -> int:
     parser.add_argument("--tolerance", type=float, default=0.10)
     parser.add_argument("--mpiexec", default=None, help="launcher (default: $MPIBENCH_MPIEXEC, else mpirun)")
     parser.add_argument("--timeout", type=float, default=1800.0)
-    parser.add_argument("--out", default=None, help="keep each launch's bench.csv in OUT/launch-N; "
-                        "a launch whose folder already holds one is reused, not run again")
+    parser.add_argument("--out", default=None, help="keep bench --launches' folder here; a folder that "
+                        "already holds its launches.csv is read, not run again")
+    parser.add_argument("--write", action="store_true", help="write docs/measured/anchor_frame.csv")
     args = parser.parse_args()
     anchor = args.anchor or own_anchor()
     before = load()
-    launches, printed = [], ""
     with tempfile.TemporaryDirectory(prefix="vs-anchor-") as tmp:
-        for launch in range(args.launches):
-            out = os.path.join(args.out or tmp, f"launch-{launch + 1}")
-            if os.path.exists(os.path.join(out, "bench.csv")):  # kept from an earlier call: reused
-                print(f"# reusing {out}", flush=True)
-                launches.append(figures(out))
-                continue
+        out = args.out or tmp
+        if os.path.exists(os.path.join(out, "launches.csv")):  # kept from an earlier call: reused
+            print(f"# reusing {out}", flush=True)
+            printed = ""
+        else:
             code, printed = run_bench(args, anchor, out)
             if code != 0:
-                print(f"vs_anchor: the bench job exited {code}: could not run", file=sys.stderr)
+                print(f"vs_anchor: bench --launches exited {code}: could not run", file=sys.stderr)
                 return 3
-            launches.append(figures(out))
+        folders = sorted(f for f in os.listdir(out) if f.startswith("launch-"))
+        launches = [figures(os.path.join(out, f)) for f in folders
+                    if os.path.exists(os.path.join(out, f, "bench.csv"))]
         lines, ok = table(launches, args.tolerance)
+        frame, frame_ok, rows = frame_table(out, args.tolerance)
+        first = Path(out, folders[0], "stdout.txt") if folders else None
+        printed = first.read_text(errors="replace") if first is not None and first.exists() else printed
         pages = next((line for line in printed.splitlines() if line.startswith("# pages:")), "# pages: not printed")
-    print(f"# p={args.ranks}  anchor {anchor}  {args.launches} launches x {args.rounds} interleaved rounds x "
+    print(f"# p={args.ranks}  anchor {anchor}  {len(launches)} launches x {args.rounds} interleaved rounds x "
           f"{args.iterations} calls  load before {before}, after {load()}")
     print(pages)
     print("\n".join(lines))
-    print(f"# {'every size within' if ok else 'NOT every size within'} ±{args.tolerance:.0%} of the anchor")
+    print("# the same launches, paired within each launch (t_max), over launches:")
+    print("\n".join(frame))
+    print(f"# {'every size' if frame_ok else 'NOT every size'}: indistinguishable, or within ±{args.tolerance:.0%} "
+          f"in every launch state")
+    if args.write:
+        import datetime
+
+        import pandas as pd
+
+        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        path = Path(__file__).resolve().parent.parent / "docs" / "measured" / "anchor_frame.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).assign(date=date, anchor=os.path.basename(anchor), load_before=before,
+                                  load_after=load()).to_csv(path, index=False, float_format="%.4g")
+        print(f"# wrote {path}")
+    ok = ok and frame_ok
     return 0 if ok else 1
 
 

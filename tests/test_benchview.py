@@ -30,3 +30,12 @@ def test_section_is_empty_without_ratios_and_has_a_chart_with_them():
     assert section_html(None) == "" and section_html(_rows(1)) == ""
     page = section_html(_rows(2))
     assert "data:image/png;base64," in page and page.count("<tr>") == 1 + 6
+
+
+def test_a_launches_table_shows_each_ratios_interval_and_verdict():
+    rows = _rows(2).assign(vs_blocking_low=lambda f: f.vs_blocking * 0.9,
+                           vs_blocking_high=lambda f: f.vs_blocking * 1.1,
+                           verdict=lambda f: ["slower" if s == "ring" else "faster" for s in f.strategy])
+    page = section_html(rows)
+    assert "95 % interval over launches" in page and "[0.45, 0.55]" in page and "<td>slower</td>" in page
+    assert "interval over launches" not in section_html(_rows(2))  # one launch: no interval claimed

@@ -95,3 +95,20 @@ def test_the_script_exits_by_the_goal_and_on_bad_input(tmp_path):
     assert _script(old).returncode == 2
     only_big = _folder(tmp_path, "big", [_row("ring", "weak", 4, "measured", 1e-3, PARTS)])
     assert _script(only_big).returncode == 3
+
+
+def test_the_script_calls_each_point_over_launches(tmp_path):
+    """Six launches: a point measured at half its model in every one is flagged, one within the band
+    in every one agrees, and one on both sides of the band's edge cannot be resolved."""
+    folders = []
+    for i, (far, near, wide) in enumerate(zip([0.5] * 6, [1.0, 1.05, 0.95, 1.02, 0.98, 1.0],
+                                              [0.7, 1.0, 1.3, 0.9, 1.1, 1.0])):
+        folders.append(_folder(tmp_path, f"launch-{i}", [
+            _row("ring", "weak", 2, "measured", 1e-3 * far, PARTS), _row("ring", "weak", 2, "modelled", 1e-3, PARTS),
+            _row("ps", "weak", 2, "measured", 1e-3 * near, PARTS), _row("ps", "weak", 2, "modelled", 1e-3, PARTS),
+            _row("auto", "weak", 2, "measured", 1e-3 * wide, PARTS), _row("auto", "weak", 2, "modelled", 1e-3, PARTS)]))
+    done = _script(*folders)
+    lines = {line.split()[0]: line for line in done.stdout.split("over 6 launch(es)")[1].splitlines()[2:] if line}
+    assert "flagged: faster than the model" in lines["ring"]
+    assert "agrees" in lines["ps"]
+    assert "cannot resolve at this noise" in lines["auto"]

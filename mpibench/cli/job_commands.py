@@ -133,9 +133,18 @@ def replacement():
 @click.option("--anchor", default=None, metavar="PATH",
               help="an IMB-MPI1 or osu_allreduce binary you built against the same MPI: launched as its "
                    "own job in every round and shown as the row 'anchor' (see docs/benchmarks.md)")
+@click.option("--launches", type=click.IntRange(min=1), default=1, show_default=True,
+              help="run without mpirun: launch the job this many times (each into OUT/launch-NN, each "
+                   "starting with a fingerprint) and write medians over launches with 95 % intervals and a "
+                   "verdict per comparison (see docs/intervals.md)")
+@click.option("--np", "np_ranks", type=click.IntRange(min=1), default=None,
+              help="with --launches: ranks per launch [default: 2]")
+@click.option("--launch-deadline", type=float, default=None,
+              help="with --launches: seconds before one launch is killed as hung [default: 3600]")
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
-          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, **kw):
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, launches, np_ranks,
+          launch_deadline, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
     Every size times, in interleaved rounds, the blocking MPI_Allreduce from
@@ -144,6 +153,10 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     nccl-tests; at p=1 nothing travels and no bandwidth is given. Exit 1 if
     any reduction was wrong, 3 if --c-baseline on could not be built.
     """
+    if launches > 1:  # the driver, outside MPI: nothing below imports mpi4py in this process
+        sys.exit(launch_bench(launches, np_ranks or 2, 3600.0 if launch_deadline is None else launch_deadline, kw))
+    if np_ranks is not None or launch_deadline is not None:
+        raise UsageError("--np and --launch-deadline go with --launches N (N > 1); under mpirun its -n decides")
     from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
     from mpibench.job.bench.plan import validate, wants_floor
 
@@ -168,3 +181,30 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
         load_calibration(calibration)  # read now: a bad file must not leave an empty folder behind
     request = out_request(kw, "bench", seed)  # bad input fails before any folder is made
     sys.exit(guarded(lambda: bench_command(plan, device, shared_out(request))))
+
+
+def launch_bench(launches: int, ranks: int, deadline_s: float, kw: dict) -> int:
+    """``bench --launches N``: relaunch ``bench`` N times under the launcher (mpibench.drive.launches)."""
+    from mpibench.base.exits import EXIT_COULD_NOT_RUN
+    from mpibench.drive.launch import LaunchError, preflight
+    from mpibench.drive.launches import clear_launches, run_launches
+    from mpibench.job.outdir import resolve
+
+    from .selflaunch import under_launcher
+
+    if under_launcher():
+        raise UsageError("--launches relaunches bench itself: run it without mpirun "
+                         "(python -m mpibench bench --launches N --np P ...)")
+    if not 0 < deadline_s < float("inf"):
+        raise UsageError(f"--launch-deadline must be a positive number of seconds, got {deadline_s:g}")
+    request = out_request(kw, "bench-launches", 0)
+    try:
+        launcher = preflight(None, ranks)
+    except LaunchError as exc:
+        print(f"bench: could not run: {exc}", file=sys.stderr, flush=True)
+        return EXIT_COULD_NOT_RUN
+    argv = sys.argv[sys.argv.index("bench") + 1:] if "bench" in sys.argv else []
+    out = resolve(request)
+    if request.force:
+        clear_launches(out)
+    return run_launches(launcher, ranks, launches, argv, out, deadline_s)

@@ -24,7 +24,7 @@ LATEST = "latest"
 # What a run, a benchmark or a sweep writes; a folder holding any of these holds results.
 RESULT_FILES = ("run.json", "steps.csv", "invariants.csv", "faults.csv", "bench.csv", "scaling.csv",
                 "comparison.csv", "report.html", "sweep.csv", "sweep.json", "findings.csv", "verdict.json",
-                "selftest.txt", "exit-status.json")
+                "selftest.txt", "exit-status.json", "fingerprint.csv", "launches.csv")
 RESULT_FOLDERS = ("history", "cases", "sweep", "crashes")
 
 

@@ -29,6 +29,9 @@ def bench_command(plan: BenchPlan, device: str, out: str) -> int:
     except (RuntimeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     world = MPI.COMM_WORLD
+    from . import fingerprint
+
+    fingerprint.record(world, out)  # first, so the launch's state is named before anything else runs
     try:
         outcome = run_bench(world, plan, backend, out)
     except CouldNotRun as exc:

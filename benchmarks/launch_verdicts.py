@@ -1,0 +1,118 @@
+"""Do repeated ``bench --launches N`` runs give the same verdict per cell?
+
+    python benchmarks/launch_verdicts.py [--repetitions 5] [--launches 6] [--sizes 4K,64K,1M,4M,16M,64M]
+        [--strategies ring,rabenseifner,auto] [--ranks 2] [--work DIR] [--write]
+
+Not under mpirun: runs ``python -m mpibench bench --launches N`` ``--repetitions``
+times into ``WORK/rep-K`` (a repetition whose folder already holds ``launches.csv``
+is read, not run again), then combines every repetition's launch folders with
+the current statistics (:mod:`mpibench.results.launchtable`) and prints each
+repetition's verdict table (faster / slower / indistinguishable / bimodal
+against ``blocking``, the median paired ratio and its 95 % interval over
+launches), the host's load averages beside each, and per cell how many
+repetitions give its most common verdict. ``--write`` writes
+``docs/measured/bench_verdicts.csv`` (every repetition's cells) and
+``docs/measured/verdict_agreement.csv`` (one row per cell). Exit 0 when every
+cell agrees in all but at most one repetition, 1 otherwise, 3 when a
+repetition could not run.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+MEASURED = ROOT / "docs" / "measured"
+
+
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def run_repetition(args, folder: Path) -> int:
+    cmd = [sys.executable, "-m", "mpibench", "bench", "--launches", str(args.launches), "--np", str(args.ranks),
+           "--sizes", args.sizes, "--strategies", args.strategies, "--out", str(folder), "--force"]
+    print(f"# {' '.join(cmd)}  (load {load()})", flush=True)
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL).returncode
+
+
+def cells(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the repetition's combined table, recomputed from its launch folders; its launches.csv)."""
+    from mpibench.base.records import BENCH_COLUMNS
+    from mpibench.results.launchtable import combine, read_launches, states
+
+    launches = pd.read_csv(folder / "launches.csv")
+    kept = [str(folder / f) for f, code in zip(launches.folder, launches.exit) if code in (0, 1)]
+    rows, prints = read_launches(kept)
+    return combine(rows, states(prints), BENCH_COLUMNS), launches
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--launches", type=int, default=6)
+    parser.add_argument("--sizes", default="4K,64K,1M,4M,16M,64M")
+    parser.add_argument("--strategies", default="ring,rabenseifner,auto")
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--work", default="launch-verdicts", help="folder of the repetitions' outputs")
+    parser.add_argument("--write", action="store_true", help="write docs/measured/bench_verdicts.csv and "
+                        "verdict_agreement.csv")
+    args = parser.parse_args()
+    from mpibench.base.units import human_bytes
+    from mpibench.results.launchtable import verdict_lines
+
+    work, found = Path(args.work), []
+    for k in range(1, args.repetitions + 1):
+        folder = work / f"rep-{k}"
+        if not (folder / "launches.csv").exists() and run_repetition(args, folder) not in (0, 1):
+            print(f"launch_verdicts: repetition {k} could not run", file=sys.stderr)
+            return 3
+        table, launches = cells(folder)
+        found.append((k, table, launches))
+        print(f"\n## repetition {k}: {len(launches)} launches, load at each launch "
+              f"{' '.join(f'{x:.1f}' for x in launches.load_before)}, states "
+              f"{' '.join(launches.state)}")
+        print("\n".join(verdict_lines(table)))
+    long = pd.concat([t.assign(repetition=k, load_median=float(l.load_before.median()),
+                               states=" ".join(l.state))
+                      for k, t, l in found], ignore_index=True)
+    long = long[long.verdict.notna()]
+    agree_rows, ok = [], True
+    print(f"\n## agreement over {len(found)} repetitions (most common verdict, how many give it)")
+    for (name, n_bytes), group in long.groupby(["strategy", "bytes"], sort=False):
+        verdicts = list(group.sort_values("repetition").verdict)
+        common, count = Counter(verdicts).most_common(1)[0]
+        holds = count >= len(verdicts) - 1
+        ok &= holds
+        agree_rows.append({"strategy": name, "bytes": int(n_bytes), "verdicts": " ".join(verdicts),
+                           "most_common": common, "agreeing": count, "repetitions": len(verdicts),
+                           "agree_in_all_but_one": holds})
+        print(f"{name:<14}{human_bytes(int(n_bytes)):>9}  {common:<18} {count}/{len(verdicts)}  {' '.join(verdicts)}")
+    if args.write:
+        MEASURED.mkdir(parents=True, exist_ok=True)
+        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        keep = ["repetition", "strategy", "ranks", "bytes", "launches", "confidence_pct", "vs_blocking",
+                "vs_blocking_low", "vs_blocking_high", "verdict", "clusters", "by_state", "model_ratio",
+                "model_ratio_low", "model_ratio_high", "model_call", "load_median", "states"]
+        long[keep].assign(date=date).to_csv(MEASURED / "bench_verdicts.csv", index=False, float_format="%.4g")
+        pd.DataFrame(agree_rows).assign(date=date, launches=args.launches).to_csv(
+            MEASURED / "verdict_agreement.csv", index=False)
+        print(f"# wrote {MEASURED / 'bench_verdicts.csv'} and verdict_agreement.csv")
+    print(f"# {'every cell agrees' if ok else 'NOT every cell agrees'} in at least "
+          f"{len(found) - 1} of {len(found)} repetitions; load now {load()}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Figures over launches: medians with distribution-free intervals, and a verdict per comparison.
+
+A launch of an MPI job is the unit of repetition: on a shared host whole
+launches fall into states several-fold apart, and every round inside one
+launch shares its state. So a figure is the median over launches of each
+launch's own figure, and a comparison is a ratio paired inside each launch
+(both halves from the same interleaved rounds), taken over launches.
+
+The interval of a median is the order-statistic interval ``[x_(j), x_(n+1-j)]``
+with ``j`` the largest rank whose coverage ``1 - 2 * P(Binomial(n, 1/2) < j)``
+still reaches the confidence (:func:`median_interval`): it holds for any
+continuous distribution, with exact coverage, which a bootstrap of six launches
+does not (a bootstrap's interval of a median of six values is too short). It is
+the sign test's interval: a verdict ``faster`` or ``slower`` is the sign test
+rejecting "ratio 1" at the same level. Below six values no 95 % interval exists
+(even ``[min, max]`` covers only 1 - 2/2^n); the interval is then the full range
+with its lower coverage, and the verdict says so.
+
+``bimodal``: the values split into two groups (two or more each) with a gap
+between them at least :data:`MIN_GAP` wide (a factor, on the log scale) and
+larger than the groups' spread by more than a unimodal sample of the same size
+gives in 95 % of draws (a Monte Carlo test against a normal sample, on logs,
+seeded). It is the verdict only where the interval does not already settle the
+sign (launches on both sides of 1 in two clusters: which one you get depends
+on the launch's state).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+MIN_GAP = 1.10  # two clusters closer than 10 % apart are one state of this host's noise
+NULL_DRAWS = 4000  # Monte Carlo draws of the unimodal null, per sample size
+NULL_SEED = 20160  # the null's generator: the same values always get the same verdict
+
+FASTER, SLOWER, SAME, BIMODAL = "faster", "slower", "indistinguishable", "bimodal"
+TOO_FEW = "too few launches"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median over ``n`` values with a distribution-free interval of coverage ``coverage``."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+    coverage: float  # the interval's exact coverage (>= the confidence asked when n allows)
+
+    @property
+    def half_width_pct(self) -> float:
+        """Half the interval's width, in percent of the median (the noise a verdict can resolve)."""
+        if not self.median:
+            return math.nan
+        return (self.high - self.low) / 2 / abs(self.median) * 100
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A paired ratio ``baseline / other`` over launches (> 1: ``other`` is faster)."""
+
+    ratio: Interval
+    verdict: str  # faster / slower / indistinguishable / bimodal / too few launches
+    clusters: tuple  # medians of the two groups when bimodal, else ()
+    bimodal_p: float  # the clustering test's p-value (nan below four values)
+
+
+def order_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
+    """(j, coverage): the 1-based rank ``j`` of the interval's ends ``x_(j)``, ``x_(n+1-j)``."""
+    if n < 1:
+        raise ValueError("no values")
+    best_j, best_cov = 1, 1.0 - 2.0 * stats.binom.cdf(0, n, 0.5)
+    for j in range(2, (n + 1) // 2 + 1):
+        coverage = 1.0 - 2.0 * stats.binom.cdf(j - 1, n, 0.5)
+        if coverage < confidence:
+            break
+        best_j, best_cov = j, coverage
+    return best_j, float(min(1.0, max(0.0, best_cov))) if n > 1 else 0.0
+
+
+def median_interval(values, confidence: float = CONFIDENCE) -> Interval:
+    """The median of ``values`` and its order-statistic (binomial) interval."""
+    x = np.sort(np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float))
+    if x.size == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, 0.0)
+    j, coverage = order_ranks(x.size, confidence)
+    return Interval(float(np.median(x)), float(x[j - 1]), float(x[x.size - j]), int(x.size), coverage)
+
+
+def gap_statistic(logs: np.ndarray) -> tuple[float, int]:
+    """The largest gap between sorted values over the pooled spread of the two sides (each side
+    two or more values), and where it splits; (0, 0) when no split has a positive gap."""
+    x = np.sort(logs)
+    n = x.size
+    best, where = 0.0, 0
+    for k in range(2, n - 1):
+        gap = x[k] - x[k - 1]
+        if gap <= 0:
+            continue
+        pooled = math.sqrt((np.var(x[:k], ddof=1) * (k - 1) + np.var(x[k:], ddof=1) * (n - k - 1)) / (n - 2))
+        value = math.inf if pooled == 0 else gap / pooled
+        if value > best:
+            best, where = value, k
+    return best, where
+
+
+_NULL: dict[int, np.ndarray] = {}
+
+
+def _null_statistics(n: int) -> np.ndarray:
+    """The gap statistic of ``NULL_DRAWS`` normal samples of size ``n`` (scale-free, so one null per n)."""
+    if n not in _NULL:
+        rng = np.random.default_rng([NULL_SEED, n])
+        _NULL[n] = np.sort([gap_statistic(rng.standard_normal(n))[0] for _ in range(NULL_DRAWS)])
+    return _NULL[n]
+
+
+def clusters(values, alpha: float = 1 - CONFIDENCE, min_gap: float = MIN_GAP) -> tuple[tuple, float, np.ndarray]:
+    """(medians of the two groups, or () when the values are one group; the test's p-value;
+    each value's group, 0 or 1, in the order given). Values must be positive (times, ratios)."""
+    x = np.asarray(values, dtype=float)
+    groups = np.zeros(x.size, dtype=int)
+    if x.size < 4 or np.any(x <= 0):
+        return (), math.nan, groups
+    logs = np.log(x)
+    statistic, k = gap_statistic(logs)
+    if k == 0:
+        return (), 1.0, groups
+    null = _null_statistics(x.size)
+    p = (1 + int(np.sum(null >= statistic))) / (1 + null.size)
+    order = np.sort(logs)
+    cut = (order[k - 1] + order[k]) / 2
+    wide = order[k] - order[k - 1] >= math.log(min_gap)
+    if p >= alpha or not wide:
+        return (), p, groups
+    groups = (logs > cut).astype(int)
+    return (float(np.median(x[groups == 0])), float(np.median(x[groups == 1]))), p, groups
+
+
+def compare(ratios, confidence: float = CONFIDENCE) -> Verdict:
+    """The verdict on per-launch paired ratios ``baseline / other``."""
+    clean = [r for r in ratios if r is not None and np.isfinite(r) and r > 0]
+    interval = median_interval(clean, confidence)
+    found, p, _ = clusters(clean, 1 - confidence)
+    if interval.n == 0:
+        return Verdict(interval, TOO_FEW, (), math.nan)
+    if interval.low > 1.0:
+        verdict = FASTER
+    elif interval.high < 1.0:
+        verdict = SLOWER
+    elif found:
+        verdict = BIMODAL
+    else:
+        verdict = SAME
+    if verdict in (FASTER, SLOWER) and interval.coverage < confidence:
+        verdict = TOO_FEW  # every launch agrees, but too few launches to say so at this confidence
+    return Verdict(interval, verdict, found, p)
+
+
+def launch_states(values, names=("fast", "slow")) -> list[str]:
+    """Each launch's state from one fingerprint time: ``fast``/``slow`` when the launches cluster
+    (:func:`clusters`), else one state ``one``."""
+    found, _, groups = clusters(values)
+    if not found:
+        return ["one"] * len(groups)
+    return [names[g] for g in groups]
+
+
+def model_call(measured: Interval, band_low_s: float, band_high_s: float) -> str:
+    """A measured time's interval against the model's band: ``flagged`` only where the interval
+    excludes the band; ``agrees`` where the interval lies inside it; otherwise the noise is
+    too large to tell."""
+    if not np.isfinite(measured.low) or not (band_high_s >= band_low_s):
+        return "no model"
+    if measured.low > band_high_s:
+        return "flagged: slower than the model"
+    if measured.high < band_low_s:
+        return "flagged: faster than the model"
+    if band_low_s <= measured.low and measured.high <= band_high_s:
+        return "agrees"
+    return f"cannot resolve at this noise (±{measured.half_width_pct:.0f} %)"
