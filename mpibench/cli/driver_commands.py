@@ -150,7 +150,7 @@ def selftest(jobs, mpiexec, strategy, **kw):
         preflight(mpiexec, WORKERS)
     except LaunchError as exc:
         could_not_run(str(exc))
-    from mpibench.drive.selftest import summary_stream
+    from mpibench.drive.tee import summary_stream
     from mpibench.job.outdir import OutDirError, resolve
 
     try:

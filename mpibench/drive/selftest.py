@@ -19,8 +19,6 @@ Controls keep the catches honest:
 """
 from __future__ import annotations
 
-import contextlib
-
 import math
 import sys
 import time
@@ -30,6 +28,7 @@ from pathlib import Path
 
 from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
 from .launch import kill_all
+from .tee import summary_stream
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
 from mpibench.job.mutant_catalogue import MUTANTS
 
@@ -233,25 +232,6 @@ def strategy_summary(strategy: str, plan: list, outcomes: list) -> str:
               for t, o in zip(plan, outcomes) if o.outcome != OK]
     text = f"{strategy} survived {len(survived)} of {len(plan)} planted faults"
     return text + (f"; failed: {', '.join(failed)}" if failed else "")
-
-
-@contextlib.contextmanager
-def summary_stream(path: Path):
-    """Standard output that is also kept in ``path`` (the self-test folder's summary)."""
-    class Both:
-        def __init__(self, fh):
-            self.fh = fh
-
-        def write(self, text: str) -> None:
-            sys.stdout.write(text)
-            self.fh.write(text)
-
-        def flush(self) -> None:
-            sys.stdout.flush()
-            self.fh.flush()
-
-    with open(path, "w", encoding="utf-8") as fh:
-        yield Both(fh)
 
 
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
