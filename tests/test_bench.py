@@ -10,6 +10,7 @@ import pytest
 
 from mpibench.job.bench import BenchPlan, Expected, bench_row, human_bytes, split_names, sweep_sizes, validate
 from mpibench.job.bench.plan import registered
+from mpibench.sync.registry import SHARDED
 from mpibench.job.bench.rounds import RoundTimes, ratio_to, spread
 from mpibench.job.bench.rows import NO_COMMUNICATION, summary_lines
 from mpibench.base.config import UsageError
@@ -140,7 +141,9 @@ def test_bench_writes_baselines_strategies_and_modelled_rows(tmp_path):
     assert list(rows.columns) == BENCH_COLUMNS
     m = _check_measured(rows, 3)
     names = set(m.strategy)
-    assert names == {"blocking", "c_floor", "floor", *registered()}  # mpicc ships with the PyPI Open MPI
+    # the sharded strategies' two halves are rows of their own, beside the whole all-reduce
+    halves = {f"{name}:{part}" for name in SHARDED for part in ("reduce-scatter", "all-gather")}
+    assert names == {"blocking", "c_floor", "floor", *registered(), *halves}  # mpicc ships with the PyPI Open MPI
     assert len(m) == 4 * len(names) and sorted(set(m.bytes)) == [4, 12, 4096, 1 << 20]
     floor = m[m.strategy == "floor"]
     assert (floor.errors == "").all() and floor.label.str.contains("no MPI").all()

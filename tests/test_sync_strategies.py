@@ -23,7 +23,7 @@ NEW = ["rd", "rabenseifner", "hier", "auto"]
 
 def test_every_strategy_equals_native_for_every_size_up_to_8():
     cmd = mpirun_command() + ["-n", "8", sys.executable, str(HERE / "sync_driver.py")]
-    job = run_command(cmd, timeout=400)
+    job = run_command(cmd, timeout=900)  # 405 s seen under make test's load since the sharded cases
     assert job.returncode == 0, job.text[-3000:]
     assert "OK" in job.stdout
     cases = int(job.stdout.split("OK")[1].split()[0])

@@ -45,5 +45,7 @@ def test_a_rank_that_ignores_the_ending_is_ended_with_the_verdicts_status(tmp_pa
     assert json.loads((out / "exit-status.json").read_text()) == {"exit_status": status}
     assert job.returncode == launcher_status, job.text[-3000:]
     # The planted rank, or a peer still waiting for it in the exit agreement, was ended by its watch.
-    assert "had not left; the job's status was known" in job.stderr, job.text[-3000:]
+    # (or, where the planted rank's own bounded exit fired first, by that: either ends it with the status)
+    assert ("had not left; the job's status was known" in job.stderr
+            or "did not finish leaving within 5 s after its verdict" in job.stderr), job.text[-3000:]
     assert "Traceback" not in job.text
