@@ -84,7 +84,14 @@ def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]
 
     from mpibench.base.units import human_bytes
 
-    table = pd.read_csv(os.path.join(out, "bench.csv"))
+    from mpibench.base.records import BENCH_COLUMNS
+    from mpibench.results.launchtable import combine, read_launches, states
+
+    # recombined from the launch folders, so a driver stopped before its own tables still counts
+    folders = [os.path.join(out, f) for f in sorted(os.listdir(out))
+               if f.startswith("launch-") and os.path.exists(os.path.join(out, f, "bench.csv"))]
+    rows, prints = read_launches(folders)
+    table = combine(rows, states(prints), BENCH_COLUMNS)
     lines = [f"{'size':>8} {'blocking/anchor':>15} {'95 % interval':>15}  {'verdict':<18} by launch state"]
     ok, rows = True, []
     for r in table[table.strategy == "anchor"].sort_values("bytes").itertuples(index=False):
@@ -145,7 +152,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--tolerance", type=float, default=0.10)
     parser.add_argument("--mpiexec", default=None, help="launcher (default: $MPIBENCH_MPIEXEC, else mpirun)")
-    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--timeout", type=float, default=7200.0, help="seconds for all launches together")
     parser.add_argument("--out", default=None, help="keep bench --launches' folder here; a folder that "
                         "already holds its launches.csv is read, not run again")
     parser.add_argument("--write", action="store_true", help="write docs/measured/anchor_frame.csv")
@@ -154,7 +161,9 @@ def main() -> int:
     before = load()
     with tempfile.TemporaryDirectory(prefix="vs-anchor-") as tmp:
         out = args.out or tmp
-        if os.path.exists(os.path.join(out, "launches.csv")):  # kept from an earlier call: reused
+        done = [f for f in (os.listdir(out) if os.path.isdir(out) else [])
+                if f.startswith("launch-") and os.path.exists(os.path.join(out, f, "bench.csv"))]
+        if os.path.exists(os.path.join(out, "launches.csv")) or len(done) >= args.launches:  # kept: reused
             print(f"# reusing {out}", flush=True)
             printed = ""
         else:
