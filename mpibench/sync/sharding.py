@@ -171,3 +171,19 @@ class ShardedStrategy(SyncStrategy):
 
     def gather_into(self, params) -> None:
         unpack(self.backend, self.layout, self.step_buffer, params)
+
+    # The collective halves on a plain buffer (bench's rows, reduce()): each subclass's
+    # _plain_rounds(buf) gives (buf, plan, scatter rounds, gather rounds) for that buffer.
+    def reduce_scatter(self, buf) -> Reduction:
+        _, plan, scatter, _ = self._plain_rounds(buf)
+        run_rounds(self.comm, self.backend, scatter, self.tag)
+        return Reduction(self.comm.worker_ids, plan.pieces(), len(buf), self.name)
+
+    def all_gather(self, buf) -> Reduction:
+        _, plan, _, gather = self._plain_rounds(buf)
+        run_rounds(self.comm, self.backend, gather, self.tag)
+        return Reduction(self.comm.worker_ids, plan.pieces(), len(buf), self.name)
+
+    def reduce(self, buf) -> Reduction:
+        self.reduce_scatter(buf)
+        return self.all_gather(buf)

@@ -20,10 +20,9 @@ from __future__ import annotations
 import math
 
 from . import plans, segments, sharding
-from .base import Reduction
 from .bucketed import fold_in, fold_out, views
 from .rd import fold_cost_s
-from .rounds import Round, compact, run_rounds
+from .rounds import Round, compact
 
 _TAG = 52
 
@@ -84,20 +83,6 @@ class ZeroHalving(sharding.ShardedStrategy):
             scratch = self.backend.empty(len(buf))
             self._plain = (buf, plan, *halving_rounds(self.group, self.position, buf, scratch, plan))
         return self._plain
-
-    def reduce_scatter(self, buf) -> Reduction:
-        _, plan, scatter, _ = self._plain_rounds(buf)
-        run_rounds(self.comm, self.backend, scatter, _TAG)
-        return Reduction(self.comm.worker_ids, plan.pieces(), len(buf), self.name)
-
-    def all_gather(self, buf) -> Reduction:
-        _, plan, _, gather = self._plain_rounds(buf)
-        run_rounds(self.comm, self.backend, gather, _TAG)
-        return Reduction(self.comm.worker_ids, plan.pieces(), len(buf), self.name)
-
-    def reduce(self, buf) -> Reduction:
-        self.reduce_scatter(buf)
-        return self.all_gather(buf)
 
     @staticmethod
     def part_cost_s(part: str, cal, p: int, nbytes: float) -> float:

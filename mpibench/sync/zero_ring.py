@@ -20,8 +20,7 @@ buffer, an all-reduce; ``reduce_scatter`` and ``all_gather`` time them apart.
 from __future__ import annotations
 
 from . import segments, sharding
-from .base import Reduction
-from .rounds import Round, compact, run_rounds
+from .rounds import Round, compact
 
 _TAG = 51
 
@@ -87,20 +86,6 @@ class ZeroRing(sharding.ShardedStrategy):
             scratch = self.backend.empty(int(widths.max(initial=0)))
             self._plain = (buf, plan, *ring_rounds(plan, self.ring, self.position, buf, scratch))
         return self._plain
-
-    def reduce_scatter(self, buf) -> Reduction:
-        _, plan, scatter, _ = self._plain_rounds(buf)
-        run_rounds(self.comm, self.backend, scatter, _TAG)
-        return Reduction(self.comm.worker_ids, plan.pieces(), len(buf), self.name)
-
-    def all_gather(self, buf) -> Reduction:
-        _, plan, _, gather = self._plain_rounds(buf)
-        run_rounds(self.comm, self.backend, gather, _TAG)
-        return Reduction(self.comm.worker_ids, plan.pieces(), len(buf), self.name)
-
-    def reduce(self, buf) -> Reduction:
-        self.reduce_scatter(buf)
-        return self.all_gather(buf)
 
     @staticmethod
     def part_cost_s(part: str, cal, p: int, nbytes: float) -> float:
