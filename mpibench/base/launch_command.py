@@ -94,14 +94,21 @@ def this_launch() -> Launch:
 def launcher_above(pid: int | None = None) -> tuple[str, ...]:
     """The nearest user-facing launcher above process ``pid`` (default: this one), as it
     was typed up to the program it started, less the rank count; () when none is seen."""
+    argv = nearest_ancestor_argv(USER_LAUNCHERS, pid, ANCESTORS_READ)
+    return launcher_part(argv) if argv else ()
+
+
+def nearest_ancestor_argv(names, pid: int | None = None, depth: int = ANCESTORS_READ) -> tuple[str, ...]:
+    """The argv of the nearest of ``depth`` ancestors of process ``pid`` (default: this one)
+    whose program's base name is in ``names``, read from /proc; () when none is."""
     pid = os.getpid() if pid is None else pid
-    for _ in range(ANCESTORS_READ):
+    for _ in range(depth):
         pid = _parent_of(pid)
         if pid is None or pid <= 1:
             return ()
         argv = _argv_of(pid)
-        if argv and os.path.basename(argv[0]) in USER_LAUNCHERS:
-            return launcher_part(argv)
+        if argv and os.path.basename(argv[0]) in names:
+            return argv
     return ()
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from mpibench.base.launch_command import nearest_ancestor_argv
+
 # Process names of launchers and their per-host daemons whose command lines carry the flags.
 LAUNCHER_NAMES = ("prterun", "mpirun", "mpiexec", "orterun", "prted", "prte", "mpiexec.hydra",
                   "hydra_pmi_proxy", "srun", "slurmstepd")
@@ -30,34 +32,9 @@ class LauncherSeen:
     fault_tolerance_env: bool  # OMPI_MCA_mpi_ft_enable true (Open MPI's mpirun --with-ft ulfm)
 
 
-def _parent_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _argv_of(pid: int) -> tuple[str, ...]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return ()
-    return tuple(part.decode(errors="replace") for part in raw.split(b"\0") if part)
-
-
 def launcher_command(pid: int | None = None) -> tuple[str, ...]:
     """The argv of the nearest ancestor that is a launcher or its daemon, or ()."""
-    pid = os.getpid() if pid is None else pid
-    for _ in range(ANCESTORS_READ):
-        pid = _parent_of(pid)
-        if pid is None or pid <= 1:
-            return ()
-        argv = _argv_of(pid)
-        if argv and os.path.basename(argv[0]) in LAUNCHER_NAMES:
-            return argv
-    return ()
+    return nearest_ancestor_argv(LAUNCHER_NAMES, pid, ANCESTORS_READ)
 
 
 def _true(text: str) -> bool:
