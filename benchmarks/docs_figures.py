@@ -64,6 +64,11 @@ def vs_blocking(launches: int, ranks: int, sizes: str, strategies: str) -> pd.Da
     for column in ("vs_blocking_median", "vs_blocking_lowest", "vs_blocking_highest"):
         table[column] = table[column].round(2)
     table.insert(0, "ranks", ranks)
+    return with_host_columns(table, ranks, loads)
+
+
+def with_host_columns(table: pd.DataFrame, ranks: int, loads: list[float]) -> pd.DataFrame:
+    """The host's state beside every figure: cores, oversubscription, load, date."""
     table["host_cores"] = os.cpu_count() or 1
     table["oversubscribed"] = ranks > table["host_cores"]
     # the other processes' load: a figure taken while it exceeds the cores is no result either
@@ -93,13 +98,7 @@ def history_cost(pairs: int, ranks: int, strategy: str = "native", min_loop_s: f
                      "times_slower_median": round(series.median(), 2),
                      "times_slower_lowest": round(series.min(), 2),
                      "times_slower_highest": round(series.max(), 2), "pairs": pairs})
-    table = pd.DataFrame(rows)
-    table["host_cores"] = os.cpu_count() or 1
-    table["oversubscribed"] = ranks > table["host_cores"]
-    table["loaded"] = max(loads) > table["host_cores"]
-    table["load_1m_range"] = f"{min(loads):.1f}-{max(loads):.1f}"
-    table["date_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
-    return table
+    return with_host_columns(pd.DataFrame(rows), ranks, loads)
 
 
 def main(argv=None) -> None:
