@@ -35,15 +35,23 @@ def halving_rounds(group: list[int], rank: int, buf, scratch, plan: segments.Seg
     gather = []
     v = fold.core_rank(rank)
     if v is not None:
-        steps = plans.halving_steps(fold.core, v)
+        # Core rank v must end on shard v (the owner map the history states and the checker
+        # models): halving_steps halves near-first and ends rank u on block bit_reverse(u), so
+        # each rank runs it as u = bit_reverse(v) and reaches its partner through the same
+        # (self-inverse) reversal. In real ranks that is far partners first.
+        steps = plans.halving_steps(fold.core, plans.owned_block(fold.core, v))
+
+        def partner_of(step):
+            return group[fold.rank_of(plans.owned_block(fold.core, step.partner))]
+
         for step in steps:
-            peer = group[fold.rank_of(step.partner)]
+            peer = partner_of(step)
             rnd = Round((peer,))
             rnd.send(views(buf, plan, 0, *step.send), peer)
             rnd.recv(views(scratch, plan, 0, *step.keep), peer, into=views(buf, plan, 0, *step.keep))
             scatter.append(rnd)
         for step in reversed(steps):
-            peer = group[fold.rank_of(step.partner)]
+            peer = partner_of(step)
             rnd = Round((peer,))
             rnd.send(views(buf, plan, 0, *step.keep), peer)
             rnd.recv(views(buf, plan, 0, *step.send), peer)
