@@ -52,6 +52,36 @@ def params_b64(params: np.ndarray) -> str:
     return base64.b64encode(_le32(params)).decode("ascii")
 
 
+def params_b64_bytes(params: np.ndarray) -> bytes:
+    """:func:`params_b64` as the encoder's ASCII bytes: an attempt's bulk fields are written
+    into its line as they are (base64's alphabet needs no JSON escaping; a JSON encoder
+    scanning a text copy of the parameters for characters to escape cost more than the
+    rest of the record together)."""
+    return base64.b64encode(_le32(params))
+
+
+class DigestCache:
+    """:func:`params_digest` that remembers the last parameters it hashed, bit for bit.
+
+    An attempt's ``params_before`` is, on the common path, the previous attempt's
+    ``params_after``: comparing the bits (a memory pass) replaces hashing them again. Any
+    other bits (a rollback, a resync, NaNs, a negative zero) are hashed."""
+
+    def __init__(self):
+        self._bits: np.ndarray | None = None
+        self._digest = ""
+
+    def __call__(self, params: np.ndarray) -> str:
+        bits = np.ascontiguousarray(params, dtype="<f4").view(np.uint32)
+        if self._bits is not None and self._bits.shape == bits.shape and np.array_equal(self._bits, bits):
+            return self._digest
+        self._digest = params_digest(params)
+        if self._bits is None or self._bits.shape != bits.shape:
+            self._bits = np.empty_like(bits)
+        np.copyto(self._bits, bits)
+        return self._digest
+
+
 def count_value(count) -> int | float:
     """The reduced sample count as recorded: an int, or the float itself when it is not a
     whole finite number (NaN, inf: the record must say what the buffer held, not crash)."""
@@ -81,31 +111,52 @@ class AttemptRecord:
     loss_mean: float | None
     loss_var: float | None
     error: str | None
-    full_after: str | None  # base64 float32 parameters after the reduction (contributors)
-    losses: str | None  # base64 float32 per-sample losses of this worker's batch (contributors)
+    full_after: bytes | str | None  # base64 float32 parameters after the reduction (contributors)
+    losses: bytes | str | None  # base64 float32 per-sample losses of this worker's batch (contributors)
     algorithm: str | None = None  # what a choosing strategy reduced with (auto:rd, hier[...])
     optimizer: list | None = None  # [offset, length, base64 float32 state] held after the step (--momentum)
     sharding: dict | None = None  # sharded strategies: shards, owners, owned, stepped and gathered digests
 
 
+BULK_FIELDS = ("full_after", "losses")  # an attempt's large base64 fields, written after the others
+
+
 class History:
-    """One worker process's history file (appended line by line, flushed after each)."""
+    """One worker process's history file (appended line by line, flushed after each; no fsync:
+    a killed process's lines are in the kernel already, and the host is not expected to crash)."""
 
     keeps = True  # the trainer builds an attempt's record (digests, copies) only for a history that keeps it
 
     def __init__(self, case_dir: str, worker: int, joined_step: int = 0, replacement: bool = False):
         os.makedirs(case_dir, exist_ok=True)
         self.path = _free_name(case_dir, worker, joined_step if replacement else None)
-        self._file = open(self.path, "x")
+        self._file = open(self.path, "xb")
         self._line({"kind": "open", "schema": SCHEMA, "worker": worker, "joined_step": joined_step,
                     "replacement": replacement})
 
     def _line(self, record: dict) -> None:
-        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._file.write((json.dumps(record, separators=(",", ":")) + "\n").encode())
         self._file.flush()
 
     def attempt(self, record: AttemptRecord) -> None:
-        self._line({"kind": "attempt", **vars(record)})  # shallow: asdict deep-copies every list
+        """One line, as :meth:`_line` would write it but with the bulk fields last and their
+        base64 bytes (:func:`params_b64_bytes`) written as they are; text or None in them goes
+        through the encoder like every other field."""
+        fields = vars(record)  # shallow: asdict deep-copies every list
+        head = json.dumps({"kind": "attempt", **{k: v for k, v in fields.items() if k not in BULK_FIELDS}},
+                          separators=(",", ":"))
+        write = self._file.write
+        write(head[:-1].encode())
+        for name in BULK_FIELDS:
+            value = fields[name]
+            if isinstance(value, bytes):
+                write(f',"{name}":"'.encode())
+                write(value)
+                write(b'"')
+            else:
+                write(f',"{name}":{json.dumps(value)}'.encode())
+        write(b"}\n")
+        self._file.flush()
 
     def decision(self, step: int, attempt: int, decision: str) -> None:
         self._line({"kind": "decision", "step": step, "attempt": attempt, "decision": decision})

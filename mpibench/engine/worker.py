@@ -25,7 +25,7 @@ from mpibench.sync.comm import Comm, CommError
 from mpibench.sync.registry import options_of
 
 from .data import Cursor, Dataset, ShardWalker, next_cursor
-from .history import AttemptRecord, NoHistory, count_value, params_b64, params_digest
+from .history import AttemptRecord, DigestCache, NoHistory, count_value, params_b64_bytes, params_digest
 from .sharded_evidence import optimizer_evidence, sharding_evidence
 from .optimizer import MomentumState
 from .model import MLP, Shapes, init_params
@@ -96,6 +96,7 @@ class Trainer:
         self.model = MLP(self.shapes)
         self.params = init_params(config.seed, self.shapes) if params is None else params
         self.params_before = np.empty_like(self.params)
+        self._digest = DigestCache()  # an attempt's params_before is mostly the last params_after
         self.shard_id = comm.worker_id if shard_id is None else shard_id
         self.walker = ShardWalker(config.seed, self.shard_id, shards[self.shard_id], config.batch_size)
         self.cursor = cursor or Cursor()
@@ -267,16 +268,16 @@ class Trainer:
             step=step, attempt=attempt, role=p.role, members=sorted(self.comm.worker_ids), group=group,
             shard=self.shard_id, cursor_before=before,
             cursor_after=[self.cursor.epoch, self.cursor.position] if error is None else before,
-            batch=p.batch.tolist(), params_before=digest(self.params_before),
-            params_after=digest(self.params),
+            batch=p.batch.tolist(), params_before=self._digest(self.params_before),
+            params_after=self._digest(self.params),
             contributing=sorted(int(w) for w in reduction.contributing) if reduction is not None else None,
             effective_batch=count_value(p.effective_batch) if reduction is not None else None,
             pieces=[[int(o), int(n)] for o, n in reduction.pieces] if reduction is not None else None,
             total_length=int(reduction.total_length) if reduction is not None else None,
             loss_mean=mean, loss_var=var,
             error=" ".join(str(error).split()) if error is not None else None,
-            full_after=params_b64(self.params) if full else None,
-            losses=params_b64(p.losses) if full and p.losses is not None else None,
+            full_after=params_b64_bytes(self.params) if full else None,
+            losses=params_b64_bytes(p.losses) if full and p.losses is not None else None,
             algorithm=getattr(reduction, "algorithm", None) or None,
             optimizer=optimizer_evidence(self.optimizer) if full else None,
             sharding=sharding_evidence(p.own, self.params) if full else None))
