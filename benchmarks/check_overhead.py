@@ -23,7 +23,9 @@ pairs of
 
 with 95 % order-statistic intervals over the pairs
 (:mod:`mpibench.results.launchstats`), the host's load before and after, and
-``--write`` writes ``docs/measured/evidence_cost.csv``.
+``--write`` writes ``docs/measured/evidence_cost.csv``
+(rows of other sizes already there are kept, so the curve can be measured one size per
+command).
 
     python benchmarks/check_overhead.py [--ranks 2] [--pairs 6] [--sizes 16x32x16,...] [--check-every 1] [--write]
 """
@@ -142,10 +144,16 @@ def write(rows: list[dict], args) -> None:
     path = ROOT / "docs" / "measured" / "evidence_cost.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    pd.DataFrame(rows).assign(date=date, ranks=args.ranks, check_every=args.check_every,
-                              blas_threads=os.environ["OPENBLAS_NUM_THREADS"]).to_csv(
-        path, index=False, float_format="%.4g")
-    print(f"# wrote {path} ({len(rows)} sizes)", flush=True)
+    frame = pd.DataFrame(rows).assign(date=date, ranks=args.ranks, check_every=args.check_every,
+                                      blas_threads=os.environ["OPENBLAS_NUM_THREADS"])
+    if path.exists():  # other sizes' rows stay (each carries its own date and load): one size per command fits
+        old = pd.read_csv(path, keep_default_na=False)
+        size = ["features", "hidden", "batch"]
+        if set(size) <= set(old.columns):
+            kept = old[~old[size].apply(tuple, axis=1).isin(set(frame[size].apply(tuple, axis=1)))]
+            frame = pd.concat([kept, frame], ignore_index=True).sort_values(["parameters", "batch"], kind="stable")
+    frame.to_csv(path, index=False, float_format="%.4g")
+    print(f"# wrote {path} ({len(rows)} sizes measured now, {len(frame)} in the file)", flush=True)
 
 
 if __name__ == "__main__":
