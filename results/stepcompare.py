@@ -142,3 +142,74 @@ def summary_line(points: list) -> str:
     held = sum(p.holds for p in points)
     return (f"goal: step within ±15 % at p = 1 and ±25 % at p = 2: {held} of {len(points)} points hold"
             + ("" if held == len(points) else "; each miss names its widest part (measured/modelled ms)"))
+
+
+@dataclass(frozen=True)
+class PointCall:
+    """One point judged over launches: measured / modelled step per launch (each launch's
+    model calibrated in that launch), its interval, the model's band and the call."""
+
+    strategy: str
+    mode: str
+    ranks: int
+    ratio: object  # launchstats.Interval of measured / modelled over the launches
+    band_low: float
+    band_high: float
+    call: str
+
+    @property
+    def kind(self) -> str:
+        """The call without its figures, so that calls of separate jobs can be compared."""
+        return call_kind(self.call)
+
+
+TOO_FEW = "too few launches"
+
+
+def call_kind(call: str) -> str:
+    """``agrees``, ``flagged: slower/faster than the model``, ``cannot resolve``, ``too few
+    launches`` or ``no model``: a call's verdict without its noise figure."""
+    return "cannot resolve" if call.startswith("cannot resolve") else call.split(" (")[0]
+
+
+def point_calls(folders: list) -> list[PointCall]:
+    """Per point (first seen order): the call over the folders, one launch each
+    (:func:`mpibench.results.launchstats.model_call`). Flagged only where the interval
+    excludes the band and ``agrees`` only where it lies inside it, each at the stated
+    confidence: with too few launches for that, the call says so instead."""
+    from . import launchstats
+
+    by_key: dict = {}
+    for f in folders:
+        for p in f.points:
+            got, want = p.measured.get("step_time_s"), p.modelled.get("step_time_s")
+            if got and want and np.isfinite(got) and np.isfinite(want) and want > 0:
+                by_key.setdefault((p.strategy, p.mode, p.ranks), []).append(got / want)
+    out = []
+    for (strategy, mode, ranks), ratios in by_key.items():
+        tol = tolerance(ranks)
+        low, high = 1 / (1 + tol), 1 / (1 - tol)  # modelled / measured - 1 within +-tol
+        got = launchstats.median_interval(ratios)
+        call = launchstats.model_call(got, low, high)
+        if call_kind(call) in ("agrees", "flagged: slower than the model", "flagged: faster than the model") \
+                and got.coverage < launchstats.CONFIDENCE:
+            call = f"{TOO_FEW} ({got.n}: {got.coverage:.1%} coverage)"
+        out.append(PointCall(strategy, mode, int(ranks), got, low, high, call))
+    return out
+
+
+def agreement(calls_by_job: dict) -> list[dict]:
+    """Per point, each job's call kind and whether every job made the same call.
+    ``calls_by_job``: job name -> list of :class:`PointCall` (or rows with the same fields)."""
+    points: dict = {}
+    for job, calls in calls_by_job.items():
+        for c in calls:
+            points.setdefault((c.strategy, c.mode, c.ranks), {})[job] = call_kind(c.call)
+    rows = []
+    for (strategy, mode, ranks), kinds in points.items():
+        values = [kinds.get(job, "absent") for job in calls_by_job]
+        rows.append({"strategy": strategy, "mode": mode, "ranks": ranks, "jobs": len(calls_by_job),
+                     **{f"call_{job}": kinds.get(job, "absent") for job in calls_by_job},
+                     "same_call": max(values.count(v) for v in values),
+                     "all_agree": len(set(values)) == 1})
+    return rows

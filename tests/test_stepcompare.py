@@ -112,3 +112,38 @@ def test_the_script_calls_each_point_over_launches(tmp_path):
     assert "flagged: faster than the model" in lines["ring"]
     assert "agrees" in lines["ps"]
     assert "cannot resolve at this noise" in lines["auto"]
+
+
+def _launches(tmp_path, name, ratios):
+    return [stepcompare.read_folder(str(_folder(tmp_path, f"{name}-{i}", [
+        _row("ring", "weak", 2, "measured", 1e-3 * r, PARTS), _row("ring", "weak", 2, "modelled", 1e-3, PARTS)])), 2)
+        for i, r in enumerate(ratios)]
+
+
+@pytest.mark.parametrize("ratios, kind", [([0.5] * 6, "flagged: faster than the model"),
+                                          ([2.0] * 6, "flagged: slower than the model"),
+                                          ([1.0, 1.05, 0.95, 1.02, 0.98, 1.0], "agrees"),
+                                          ([0.7, 1.0, 1.3, 0.9, 1.1, 1.0], "cannot resolve"),
+                                          ([0.5] * 5, "too few launches"),  # 93.75 % coverage: no flag
+                                          ([1.0] * 3, "too few launches")])
+def test_a_point_is_called_over_launches_only_at_the_stated_confidence(tmp_path, ratios, kind):
+    [call] = stepcompare.point_calls(_launches(tmp_path, "j", ratios))
+    assert call.kind == kind and call.ratio.n == len(ratios)
+    assert (call.band_low, call.band_high) == pytest.approx((1 / 1.25, 1 / 0.75))
+
+
+def test_jobs_agree_only_where_every_job_makes_the_same_call(tmp_path):
+    jobs = {"1": stepcompare.point_calls(_launches(tmp_path, "a", [0.5] * 6)),
+            "2": stepcompare.point_calls(_launches(tmp_path, "b", [0.55] * 6)),
+            "3": stepcompare.point_calls(_launches(tmp_path, "c", [0.7, 1.0, 1.3, 0.9, 1.1, 1.0]))}
+    [row] = stepcompare.agreement(jobs)
+    assert (row["call_1"], row["call_3"], row["same_call"], row["all_agree"]) == (
+        "flagged: faster than the model", "cannot resolve", 2, False)
+    [row] = stepcompare.agreement({k: jobs[k] for k in ("1", "2")})
+    assert row["all_agree"] and row["jobs"] == 2
+
+
+def test_launching_needs_an_out_folder_and_writing_a_job_name():
+    for args in (["--launches", "2"], ["--launches", "2", "--out", "x", "--write"]):
+        done = _script(*args)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
