@@ -82,12 +82,15 @@ def history_cost(pairs: int, ranks: int, strategy: str = "native", min_loop_s: f
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from check_overhead import timed_run
 
+    from check_overhead import SIZES
+
+    size = tuple(int(x) for x in SIZES.split(",")[0].split("x"))  # the main job's MLP
     steps, loads = 1500, [os.getloadavg()[0]]
-    while timed_run(ranks, steps, strategy, False)["loop_s"] < min_loop_s:
+    while timed_run(ranks, steps, strategy, False, size)["loop_s"] < min_loop_s:
         steps *= 2  # a loop shorter than the floor measures start-up, not steps
     in_loop, with_checks = [], []
     for _ in range(pairs):
-        on, off = timed_run(ranks, steps, strategy, True), timed_run(ranks, steps, strategy, False)
+        on, off = timed_run(ranks, steps, strategy, True, size), timed_run(ranks, steps, strategy, False, size)
         loads.append(os.getloadavg()[0])
         in_loop.append(on["loop_s"] / off["loop_s"] * off["steps"] / on["steps"])
         with_checks.append((on["loop_s"] + on["check_s"]) / off["loop_s"] * off["steps"] / on["steps"])
