@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SCHEMA = 2
+SCHEMA = 3
+SCHEMAS = (2, 3)  # 3: an attempt's bulk may lie in the file's companion (``FILE.jsonl.bin``)
+COMPANION = ".bin"
 FILE_NAME = re.compile(r"^worker-(\d+)(?:\.joined-(\d{4}))?(?:\.(\d+))?\.jsonl$")
 
 
@@ -97,7 +99,7 @@ def read_json(path: str, missing: str, unreadable: str) -> dict:
 def read_case_json(case_dir: str) -> dict:
     path = os.path.join(case_dir, "case.json")
     info = read_json(path, f"{_short(path)} missing", _short(path))
-    if info.get("schema") != SCHEMA:
+    if info.get("schema") not in SCHEMAS:
         raise CannotJudge(f"{_short(path)} has schema {info.get('schema')!r}, this checker reads {SCHEMA}")
     return info
 
@@ -123,12 +125,37 @@ def read_worker_file(path: str) -> WorkerFile:
             if i == len(lines) - 1:  # the last line, cut short by a kill (no newline after it)
                 break
             raise CannotJudge(f"{_short(path)} line {i + 1} is not JSON") from None
-    if not records or records[0].get("kind") != "open" or records[0].get("schema") != SCHEMA:
-        raise CannotJudge(f"{_short(path)} does not start with an 'open' record of schema {SCHEMA}")
-    return _build(path, records)
+    if not records or records[0].get("kind") != "open" or records[0].get("schema") not in SCHEMAS:
+        raise CannotJudge(f"{_short(path)} does not start with an 'open' record of schema "
+                          f"{' or '.join(map(str, SCHEMAS))}")
+    return _build(path, records, _Companion(path))
 
 
-def _build(path: str, records: list[dict]) -> WorkerFile:
+class _Companion:
+    """A worker file's companion of raw float32 bulk, read once when a record points into it."""
+
+    def __init__(self, path: str):
+        self.path, self._data = path + COMPANION, None
+
+    def base64(self, place: dict) -> str:
+        """The floats at ``{"at": offset, "floats": count}``, in the line's own encoding (base64)."""
+        if self._data is None:
+            try:
+                with open(self.path, "rb") as f:
+                    self._data = f.read()
+            except OSError as exc:
+                raise CannotJudge(f"{_short(self.path)} unreadable: {exc.strerror or exc}") from None
+        at, floats = int(place["at"]), int(place["floats"])
+        if at < 0 or floats < 0 or at + 4 * floats > len(self._data):
+            raise CannotJudge(f"{_short(self.path)} holds {len(self._data)} bytes; a record needs "
+                              f"{4 * floats} at {at}")
+        return base64.b64encode(self._data[at:at + 4 * floats]).decode("ascii")
+
+    def resolve(self, value):
+        return self.base64(value) if isinstance(value, dict) else value
+
+
+def _build(path: str, records: list[dict], companion: _Companion | None = None) -> WorkerFile:
     head = records[0]
     wf = WorkerFile(os.path.basename(path), int(head["worker"]), int(head["joined_step"]), bool(head["replacement"]))
     pending = None  # the last attempt's record, until its decision (or the next record) arrives
@@ -140,11 +167,11 @@ def _build(path: str, records: list[dict]) -> WorkerFile:
                     raise CannotJudge(f"{_short(path)}: decision for step {r['step']} without its attempt")
                 if r["decision"] not in DECISIONS:
                     raise ValueError(f"decision {r['decision']!r}")
-                wf.attempts.append(_attempt(pending, wf, r["decision"]))
+                wf.attempts.append(_attempt(pending, wf, r["decision"], companion))
                 pending = None
                 continue
             if pending is not None:  # an attempt whose agreement never returned
-                wf.attempts.append(_attempt(pending, wf, None))
+                wf.attempts.append(_attempt(pending, wf, None, companion))
                 pending = None
             if kind == "attempt":
                 pending = r
@@ -155,7 +182,7 @@ def _build(path: str, records: list[dict]) -> WorkerFile:
             else:
                 raise CannotJudge(f"{_short(path)}: unknown record kind {kind!r}")
         if pending is not None:
-            wf.attempts.append(_attempt(pending, wf, None))
+            wf.attempts.append(_attempt(pending, wf, None, companion))
     except (KeyError, TypeError, ValueError) as exc:
         raise CannotJudge(f"{_short(path)}: malformed record ({type(exc).__name__}: {exc})") from None
     return wf
@@ -168,7 +195,8 @@ def _tuple(value):
     return None if value is None else tuple(tuple(v) if isinstance(v, list) else v for v in value)
 
 
-def _attempt(r: dict, wf: WorkerFile, decision: str | None) -> Attempt:
+def _attempt(r: dict, wf: WorkerFile, decision: str | None, companion: _Companion | None = None) -> Attempt:
+    bulk = companion.resolve if companion is not None else (lambda v: v)
     return Attempt(
         step=int(r["step"]), attempt=int(r["attempt"]), role=r["role"], members=tuple(r["members"]),
         group=tuple(r["group"]), cursor_before=tuple(r["cursor_before"]), cursor_after=tuple(r["cursor_after"]),
@@ -176,7 +204,7 @@ def _attempt(r: dict, wf: WorkerFile, decision: str | None) -> Attempt:
         contributing=None if r["contributing"] is None else tuple(r["contributing"]),
         effective_batch=r["effective_batch"], pieces=_tuple(r["pieces"]),
         total_length=r["total_length"], loss_mean=r["loss_mean"], loss_var=r["loss_var"], error=r["error"],
-        full_after=r["full_after"], losses=r["losses"], decision=decision, algorithm=r.get("algorithm"),
+        full_after=bulk(r["full_after"]), losses=bulk(r["losses"]), decision=decision, algorithm=r.get("algorithm"),
         optimizer=_tuple(r.get("optimizer")), sharding=r.get("sharding"), file=wf.name, worker=wf.worker)
 
 

@@ -18,6 +18,11 @@ previous commit's copy (or the seed's initial parameters), which the
 checker keeps as it walks the steps, so every step can be judged offline at
 any ``--check-every`` from one copy per contributor and step.
 
+The bulk of an attempt (the parameter copy and the losses) goes into the file's
+companion ``worker-W.jsonl.bin`` as raw float32 little-endian bytes, written before
+the line that names its place (``{"at": byte offset, "floats": count}``): no
+base64 and no JSON encoding of the parameters inside the step.
+
 Nothing here judges anything: the checker (:mod:`mpibench.check`) reads these
 files afterwards, on its own.
 """
@@ -31,7 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SCHEMA = 2  # 2: full_after from every contributor, no full_before, per-sample losses
+SCHEMA = 3  # 2: full_after from every contributor, no full_before, per-sample losses; 3: bulk in a companion file
+COMPANION = ".bin"  # worker-W.jsonl's raw float32 bulk lives in worker-W.jsonl.bin
 
 
 def case_id(index: int, scenario: str, strategy: str, recovery: str) -> str:
@@ -50,14 +56,6 @@ def params_digest(params: np.ndarray) -> str:
 
 def params_b64(params: np.ndarray) -> str:
     return base64.b64encode(_le32(params)).decode("ascii")
-
-
-def params_b64_bytes(params: np.ndarray) -> bytes:
-    """:func:`params_b64` as the encoder's ASCII bytes: an attempt's bulk fields are written
-    into its line as they are (base64's alphabet needs no JSON escaping; a JSON encoder
-    scanning a text copy of the parameters for characters to escape cost more than the
-    rest of the record together)."""
-    return base64.b64encode(_le32(params))
 
 
 class DigestCache:
@@ -111,14 +109,15 @@ class AttemptRecord:
     loss_mean: float | None
     loss_var: float | None
     error: str | None
-    full_after: bytes | str | None  # base64 float32 parameters after the reduction (contributors)
-    losses: bytes | str | None  # base64 float32 per-sample losses of this worker's batch (contributors)
+    # Bulk: an array goes to the companion file; text (base64 float32) stays in the line
+    full_after: np.ndarray | str | None  # the parameters after the reduction (contributors)
+    losses: np.ndarray | str | None  # per-sample losses of this worker's batch (contributors)
     algorithm: str | None = None  # what a choosing strategy reduced with (auto:rd, hier[...])
     optimizer: list | None = None  # [offset, length, base64 float32 state] held after the step (--momentum)
     sharding: dict | None = None  # sharded strategies: shards, owners, owned, stepped and gathered digests
 
 
-BULK_FIELDS = ("full_after", "losses")  # an attempt's large base64 fields, written after the others
+BULK_FIELDS = ("full_after", "losses")  # an attempt's large fields: arrays go to the companion file
 
 
 class History:
@@ -131,6 +130,8 @@ class History:
         os.makedirs(case_dir, exist_ok=True)
         self.path = _free_name(case_dir, worker, joined_step if replacement else None)
         self._file = open(self.path, "xb")
+        self._bulk = open(self.path + COMPANION, "xb")
+        self._bulk_at = 0
         self._line({"kind": "open", "schema": SCHEMA, "worker": worker, "joined_step": joined_step,
                     "replacement": replacement})
 
@@ -139,24 +140,22 @@ class History:
         self._file.flush()
 
     def attempt(self, record: AttemptRecord) -> None:
-        """One line, as :meth:`_line` would write it but with the bulk fields last and their
-        base64 bytes (:func:`params_b64_bytes`) written as they are; text or None in them goes
-        through the encoder like every other field."""
-        fields = vars(record)  # shallow: asdict deep-copies every list
-        head = json.dumps({"kind": "attempt", **{k: v for k, v in fields.items() if k not in BULK_FIELDS}},
-                          separators=(",", ":"))
-        write = self._file.write
-        write(head[:-1].encode())
+        """One line; an array in a bulk field is written to the companion file first (flushed
+        before the line, so a line never names bytes that are not there) and the line holds
+        its place; text or None there goes through the encoder like every other field."""
+        fields = {"kind": "attempt", **vars(record)}  # shallow: asdict deep-copies every list
+        wrote = False
         for name in BULK_FIELDS:
             value = fields[name]
-            if isinstance(value, bytes):
-                write(f',"{name}":"'.encode())
-                write(value)
-                write(b'"')
-            else:
-                write(f',"{name}":{json.dumps(value)}'.encode())
-        write(b"}\n")
-        self._file.flush()
+            if isinstance(value, np.ndarray):
+                data = np.ascontiguousarray(value, dtype="<f4")
+                self._bulk.write(data)  # the buffer itself: no copy
+                fields[name] = {"at": self._bulk_at, "floats": int(data.size)}
+                self._bulk_at += data.nbytes
+                wrote = True
+        if wrote:
+            self._bulk.flush()
+        self._line(fields)
 
     def decision(self, step: int, attempt: int, decision: str) -> None:
         self._line({"kind": "decision", "step": step, "attempt": attempt, "decision": decision})
@@ -168,6 +167,7 @@ class History:
         if not self._file.closed:
             self._line({"kind": "close", "steps": steps})
             self._file.close()
+            self._bulk.close()
 
 
 class NoHistory:

@@ -25,7 +25,7 @@ from mpibench.sync.comm import Comm, CommError
 from mpibench.sync.registry import options_of
 
 from .data import Cursor, Dataset, ShardWalker, next_cursor
-from .history import AttemptRecord, DigestCache, NoHistory, count_value, params_b64_bytes, params_digest
+from .history import AttemptRecord, DigestCache, NoHistory, count_value, params_digest
 from .sharded_evidence import optimizer_evidence, sharding_evidence
 from .optimizer import MomentumState
 from .model import MLP, Shapes, init_params
@@ -276,8 +276,8 @@ class Trainer:
             total_length=int(reduction.total_length) if reduction is not None else None,
             loss_mean=mean, loss_var=var,
             error=" ".join(str(error).split()) if error is not None else None,
-            full_after=params_b64_bytes(self.params) if full else None,
-            losses=params_b64_bytes(p.losses) if full and p.losses is not None else None,
+            full_after=self.params if full else None,  # written at once, no copy
+            losses=p.losses if full and p.losses is not None else None,
             algorithm=getattr(reduction, "algorithm", None) or None,
             optimizer=optimizer_evidence(self.optimizer) if full else None,
             sharding=sharding_evidence(p.own, self.params) if full else None))
