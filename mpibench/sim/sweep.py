@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -125,7 +126,10 @@ def write_tables(outcomes: list[Outcome], findings: list[Finding], out: Path, be
 
 def _run_one(job: tuple) -> Outcome:
     case, out, settings, deadline_s = job
-    return run_case_sim(case, case_folder(out, case), settings, deadline_s)
+    folder = case_folder(out, case)
+    if folder.exists():  # begun by a launch that ended before recording it (a resume runs it again)
+        shutil.rmtree(folder)
+    return run_case_sim(case, folder, settings, deadline_s)
 
 
 def _outcomes(cases: Iterable, out: Path, settings: SimSettings, deadline_s: float, jobs: int):
@@ -138,6 +142,11 @@ def _outcomes(cases: Iterable, out: Path, settings: SimSettings, deadline_s: flo
         return
     import multiprocessing
 
+    # The first case runs here: the modules a case needs are then imported once, before the forks.
+    first = next(work, None)
+    if first is None:
+        return
+    yield _run_one(first)
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         yield from pool.imap(_run_one, work, chunksize=4)
 

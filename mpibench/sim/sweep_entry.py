@@ -79,8 +79,8 @@ def _out_folder(r: SimSweepRequest, what: dict):
         earlier = json.loads((out / "sweep.json").read_text())
     except (OSError, ValueError):
         earlier = {}  # an earlier launch ended before its summary: its rows are the record
-    plan = {**what, "strategies": list(r.strategies)}
-    other = [k for k, v in plan.items() if k in earlier and earlier[k] != v]
+    plan = {**what, "strategies": list(r.strategies)}  # what decides the cases (not --jobs, not the replays)
+    other = [k for k in ("plan", "workers", "recoveries", "strategies") if k in earlier and earlier[k] != plan.get(k)]
     if other:
         raise UsageError(f"--resume: {out} holds a sweep of another plan ({', '.join(other)} differ); "
                          "give the same --workers, --strategies and --recoveries, or another --out")
