@@ -1,7 +1,8 @@
 """Cases per hour of ``sweep --engine sim --exhaustive`` over every built-in strategy and both
 recoveries, and the whole plan run to its end block by block.
 
-Three uses, each appending to ``--record`` (default ``docs/measured/sim-exhaustive.csv``):
+Three uses, each appending rows to ``--record`` (default ``docs/measured/sim-exhaustive.csv``;
+``--block``'s to ``--blocks-record``, default ``docs/measured/sim-exhaustive-blocks.csv``):
 
 * the rate (default): the exhaustive sweep ``--launches`` times, each for ``--minutes`` (a time
   budget: the plan runs in order, p = 2 first), into a temporary folder; one row with the median
@@ -127,9 +128,9 @@ def _block(text: str) -> tuple[str, str, str]:
     return p, strategy, recovery
 
 
-def chunk(a) -> list[dict]:
+def chunk(a) -> None:
     """Each named block, resumed, within the chunk's --minutes in all; a block already complete is skipped."""
-    rows, end = [], time.monotonic() + a.minutes * 60
+    end = time.monotonic() + a.minutes * 60
     for p, strategy, recovery in map(_block, a.block):
         out = a.keep / f"n{p}-{strategy}-{recovery}"
         plan = plan_cases(p, strategy, recovery)
@@ -142,17 +143,16 @@ def chunk(a) -> list[dict]:
         load_start = os.getloadavg()[0]
         summary, cpu_s = one_launch(sweep_argv(p, strategy, recovery, out, left_min, a.jobs, resume), out)
         launch_cases, launch_s = summary["launch_cases"], summary["cases_wall_s"]
-        rows.append(_row("simulated (plan run in chunks)", 1, strategy, recovery, p, launch_cases,
-                         summary["findings"], summary["on_mpi"].get("reproduced on MPI", 0), [summary["cases_per_hour"]],
-                         round(launch_cases / cpu_s * 3600) if cpu_s else "", load_start, plan, a.jobs,
-                         summary["cases"]))
+        row = _row("simulated (plan run in chunks)", 1, strategy, recovery, p, launch_cases, summary["findings"],
+                   summary["on_mpi"].get("reproduced on MPI", 0), [summary["cases_per_hour"]],
+                   round(launch_cases / cpu_s * 3600) if cpu_s else "", load_start, plan, a.jobs, summary["cases"])
+        append(a.blocks_record, [row])  # now: a chunk cut short keeps the rows of the blocks it ran
         new = not (a.keep / CHUNKS).exists()
         with open(a.keep / CHUNKS, "a", newline="") as f:
             writer = csv.writer(f)
             if new:
                 writer.writerow(["block", "cases", "wall_s", "cpu_s", "jobs"])
             writer.writerow([out.name, launch_cases, launch_s, round(cpu_s, 3), a.jobs])
-    return rows
 
 
 def summary(a) -> list[dict]:
@@ -187,13 +187,17 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="with --block or --summary: the folder holding the blocks' records")
     ap.add_argument("--summary", action="store_true", help="one row for the blocks complete under --keep")
     ap.add_argument("--record", type=Path, default=Path("docs/measured/sim-exhaustive.csv"))
+    ap.add_argument("--blocks-record", type=Path, default=Path("docs/measured/sim-exhaustive-blocks.csv"),
+                    help="with --block: where each block's row goes")
     a = ap.parse_args()
     if (a.block or a.summary) and a.keep is None:
         ap.error("--block and --summary need --keep")
     if a.block:
         a.keep.mkdir(parents=True, exist_ok=True)
-    rows = summary(a) if a.summary else chunk(a) if a.block else rate(a)
-    append(a.record, rows)
+    if a.block:
+        chunk(a)
+    else:
+        append(a.record, summary(a) if a.summary else rate(a))
     return 0
 
 
