@@ -15,7 +15,8 @@ Three uses, each appending rows to ``--record`` (default ``docs/measured/sim-exh
   them reproduced on MPI;
 * ``--summary --keep DIR``: one row for every block whose record is complete under ``DIR``: the
   cases, findings, reproduced, and the median rate over the chunks that ran them (with the
-  lowest and highest).
+  lowest and highest), against the whole plan's cases (p = 2, 3, 4, every strategy, both
+  recoveries).
 
 Every row also gives the rate per CPU hour of the sweep process (what a machine without other
 load would approach), the sweep's ``--jobs`` and the host's 1-minute load average at the start
@@ -173,7 +174,7 @@ def summary(a) -> list[dict]:
     return [_row("simulated (plan run to the end)", len(chunks), " ".join(names), "", "", cases,
                  sum(s["findings"] for _, s in blocks),
                  sum(s["on_mpi"].get("reproduced on MPI", 0) for _, s in blocks), rates,
-                 round(cases / cpu_s * 3600) if cpu_s else "", os.getloadavg()[0], cases,
+                 round(cases / cpu_s * 3600) if cpu_s else "", os.getloadavg()[0], plan_cases("2,3,4"),
                  " ".join(sorted({r["jobs"] for r in chunks})), cases)]
 
 

@@ -2,14 +2,16 @@
 
 The cases are the random sweep's (:class:`mpibench.drive.sweep.SweepPlan`) or
 every interleaving of a small world (:mod:`.exhaustive`). Each runs on the
-simulated engine in this process (:func:`.cases.run_case_sim`) and is judged
+simulated engine in this process, or with ``jobs`` in one of that many forked
+processes (:func:`.cases.run_case_sim`), and is judged
 as a real case; sweep.csv gets the real sweep's columns plus ``tag``
 (``simulated``). A case that did not pass is shrunk with the drivers' own
 minimiser (its runs simulated too), then its original and minimal schedules
 are run as real ``mpirun`` jobs: the finding is "reproduced on MPI" when the
 real job also fails (the same invariant, for a violation), else "simulation
 only" -- a difference between the simulated and the real library, itself a
-finding.
+finding. A launch may resume the record an earlier one left (:class:`Record`):
+its rows stay, and only the cases it lacks run.
 """
 from __future__ import annotations
 

@@ -92,6 +92,7 @@ def sim_sweep_command(r: SimSweepRequest) -> int:
     if r.engine != "sim":
         raise UsageError("--exhaustive needs --engine sim")
     from mpibench.drive.launch import LaunchError, launcher_argv, preflight
+
     from .process import install
     from .sweep import run_sim_sweep, write_summary
 
@@ -123,4 +124,4 @@ def sim_sweep_command(r: SimSweepRequest) -> int:
               f"    simulated replay: {f.outcome.replay}\n"
               + (f"    minimal: {f.outcome.minimal}\n" if f.outcome.minimal else "")
               + (f"    MPI replay: {f.mpi.replay}" if f.mpi else ""), flush=True)
-    return 0 if not findings else 1
+    return 0 if not findings and not before.findings else 1  # a resumed record's findings count too
