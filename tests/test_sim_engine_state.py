@@ -3,7 +3,8 @@
 Real runs read ``auto``'s record of choices in the machine's cache (``$MPIBENCH_CACHE``, else
 ``$XDG_CACHE_HOME/mpibench``, else ``~/.cache/mpibench``); a simulated run's choices come from
 virtual time and are kept apart, per simulated job (mpibench.sync.auto_choices.kept_apart).
-The sweep below runs ``auto`` (and ``ring``) simulated with every one of those places pointing
+The sweep below runs ``auto`` (and ``ring``) simulated, two cases at a time in forked processes
+(``--jobs 2``), with every one of those places pointing
 into a folder of the test's own, holding a record that names the candidate virtual time does
 not choose: afterwards every file there is byte for byte what it was and nothing was added,
 and no simulated case read the record either (its rows name the virtual-time choice).
@@ -39,7 +40,8 @@ def test_a_simulated_sweep_leaves_the_machines_cache_and_real_inputs_unchanged(t
     env.pop("MPIBENCH_AUTO_CHOICES", None)
     out = tmp_path / "sweep"
     proc = subprocess.run([sys.executable, "-m", "mpibench", "sweep", "--engine", "sim", "--seeds", "2",
-                           "--workers", "2,3", "--strategies", "auto,ring", "--no-replay-on-mpi", "--out", str(out)],
+                           "--workers", "2,3", "--strategies", "auto,ring", "--no-replay-on-mpi", "--jobs", "2",
+                           "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     assert snapshot(cache, xdg, home) == before

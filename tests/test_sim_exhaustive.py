@@ -45,3 +45,27 @@ def test_a_finding_is_reproduced_only_when_mpi_fails_the_same_way():
     assert not _same(_outcome(VIOLATION, "equivalence"), _outcome(VIOLATION, "data"))
     assert not _same(_outcome(VIOLATION, "equivalence"), _outcome(OK))
     assert _same(_outcome("crash"), _outcome("crash"))
+
+
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_a_sharded_strategy_also_dies_at_every_message_of_its_all_gather_and_only_it(p):
+    plan = ExhaustivePlan(workers=(p,), strategies=("ring", "zero-ring", "zero-halving"))
+    for strategy in ("zero-ring", "zero-halving"):
+        singles = {e[0] for _, e, _ in plan.schedules(p, strategy) if len(e) == 1 and isinstance(e[0], Kill)}
+        for w, s in itertools.product(range(p), range(plan.fault_steps)):
+            assert {Kill(w, s, "mid_gather", k) for k in range(1, p)} <= singles
+            assert Kill(w, s, "after_reduce") in singles  # the sharded step
+    ring = [e for _, e, _ in plan.schedules(p, "ring")]
+    assert not any(k.phase == "mid_gather" for e in ring for k in e if isinstance(k, Kill))
+    assert plan.block_count(p, "ring") == ExhaustivePlan(workers=(p,)).count()  # unchanged by the sharded ones
+
+
+def test_the_whole_plan_is_its_blocks_and_covers_the_sharded_strategies():
+    everything = ("ring", "ps", "rd", "rabenseifner", "hier", "auto", "native", "zero-ring", "zero-halving")
+    plan = ExhaustivePlan(strategies=everything, recoveries=("shrink", "respawn"))
+    blocks = list(plan.blocks())
+    assert len(blocks) == 3 * 9 * 2 and len(set(blocks)) == len(blocks)
+    # 6,534 schedules for each all-reduce strategy, 11,004 for each sharded one (p = 2, 3, 4)
+    assert plan.count() == 2 * (7 * (54 + 1566 + 4914) + 2 * (60 + 2484 + 8460)) == 135_492
+    one = next(plan.block_cases(3, "zero-halving", "respawn"))
+    assert (one.workers, one.strategy, one.recovery) == (3, "zero-halving", "respawn")

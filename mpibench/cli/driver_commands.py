@@ -36,6 +36,15 @@ def _recoveries(text: str) -> tuple[str, ...]:
     return found
 
 
+def _sweep_out(kw: dict, first_seed: int, resume: bool):
+    """--out as asked; with --resume the folder is meant to hold a record (the sweep checks it)."""
+    if not resume:
+        return out_request(kw, "sweep", first_seed)
+    from mpibench.job.outdir import OutRequest
+
+    return OutRequest(kw.pop("out", None), kw.pop("force", False), "sweep", first_seed)
+
+
 @click.command()
 @click.option("--seeds", type=int, default=10, show_default=True,
               help="seeds; each gives a case per worker count and strategy (--swarm: per worker count)")
@@ -71,8 +80,12 @@ def _recoveries(text: str) -> tuple[str, ...]:
               help="with --engine sim: replay each finding on real MPI")
 @click.option("--recoveries", default="shrink,respawn", show_default=True,
               help="with --exhaustive: every interleaving under each of these recovery policies")
+@click.option("--resume", is_flag=True,
+              help="with --engine sim: go on from the record (sweep.csv) an earlier launch of the same plan "
+                   "left in --out, running only the cases it lacks (with --time-budget: a long plan in chunks)")
 def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
-          mutant, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, recoveries, **kw):
+          mutant, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, recoveries, resume,
+          **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
     Cases of one worker count run many per mpirun job, the world size restored
@@ -103,7 +116,9 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
         sys.exit(sim_sweep_command(SimSweepRequest(
             seeds, tuple(worker_counts), tuple(parse_list(strategies, "--strategies")), steps, first_seed, swarm,
             exhaustive, engine, mutant, shrink_runs, case_deadline, time_budget, mpiexec if replay_on_mpi else "",
-            out_request(kw, "sweep", first_seed), _recoveries(recoveries))))
+            _sweep_out(kw, first_seed, resume), _recoveries(recoveries), jobs, resume)))
+    if resume:
+        raise UsageError("--resume needs --engine sim")
     request = out_request(kw, "sweep", first_seed)
     stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
     try:

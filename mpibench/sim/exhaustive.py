@@ -9,8 +9,8 @@ For each world size p and strategy the plan holds, in this order:
 * every pair of kill points on two different workers within the first
   ``fault_steps`` steps (those that leave a survivor), in the same recovery;
   a second kill at the same step may also fall in ``recovery``;
-* for a sharded strategy (``zero-ring``, ``zero-halving``) also every kill in its
-  all-gather: ``mid_gather`` at every message index from 1 to ``p - 1`` (the
+* for a sharded strategy (``zero-ring``, ``zero-halving``), and for it only, also
+  every kill in its all-gather: ``mid_gather`` at every message index from 1 to ``p - 1`` (the
   reduce-scatter is the ``mid_reduction`` points; the sharded step is
   ``after_reduce``);
 * every straggler drop: one worker late at one step, beyond the straggler
@@ -46,10 +46,10 @@ class ExhaustivePlan:
     recoveries: tuple[str, ...] = ("shrink",)
     pairs: bool = True
 
-    def kill_points(self, p: int) -> list[Kill]:
+    def kill_points(self, p: int, strategy: str = "ring") -> list[Kill]:
         phases = ["before_compute"] + [("mid_reduction", k) for k in range(1, 2 * (p - 1) + 1)] + \
                  ["after_reduce", "after_apply"]
-        if any(s in SHARDED for s in self.strategies):
+        if strategy in SHARDED:  # only a sharded strategy has an all-gather to die in
             phases += [("mid_gather", k) for k in range(1, p)]
         points = []
         for w, s, phase in itertools.product(range(p), range(self.fault_steps), phases):
@@ -59,9 +59,9 @@ class ExhaustivePlan:
                 points.append(Kill(w, s, phase))
         return points
 
-    def schedules(self, p: int) -> Iterator[tuple[str, tuple, tuple]]:
-        """(label, events, schedule options) for world size ``p``."""
-        singles = self.kill_points(p)
+    def schedules(self, p: int, strategy: str = "ring") -> Iterator[tuple[str, tuple, tuple]]:
+        """(label, events, schedule options) for world size ``p`` under ``strategy``."""
+        singles = self.kill_points(p, strategy)
         for k in singles:
             yield f"kill{_kill_label(k)}", (k,), ()
         if self.pairs and p >= 3:
@@ -83,18 +83,30 @@ class ExhaustivePlan:
                     yield f"cut{''.join(map(str, side))}@{start}-{end if end is not None else 'x'}", \
                         (Partition((side, rest), start, end),), ()
 
-    def cases(self) -> Iterator[Case]:
+    def blocks(self) -> Iterator[tuple[int, str, str]]:
+        """(p, strategy, recovery) in plan order: each block is the unit a long plan is split
+        into (``sweep --workers P --strategies S --recoveries R`` runs one)."""
         for p in self.workers:
-            for label, events, options in self.schedules(p):
-                schedule = Schedule(f"exhaustive-{label}", p, events, options)
-                validate(schedule)
-                for recovery in self.recoveries:
-                    for strategy in self.strategies:
-                        case_id = f"x-n{p}-{strategy}{'' if recovery == 'shrink' else '-' + recovery}-{label}"
-                        yield Case(case_id, 0, p, strategy, recovery, self.steps, schedule)
+            for recovery in self.recoveries:
+                for strategy in self.strategies:
+                    yield p, strategy, recovery
+
+    def block_cases(self, p: int, strategy: str, recovery: str) -> Iterator[Case]:
+        for label, events, options in self.schedules(p, strategy):
+            schedule = Schedule(f"exhaustive-{label}", p, events, options)
+            validate(schedule)
+            case_id = f"x-n{p}-{strategy}{'' if recovery == 'shrink' else '-' + recovery}-{label}"
+            yield Case(case_id, 0, p, strategy, recovery, self.steps, schedule)
+
+    def cases(self) -> Iterator[Case]:
+        for block in self.blocks():
+            yield from self.block_cases(*block)
+
+    def block_count(self, p: int, strategy: str) -> int:
+        return sum(1 for _ in self.schedules(p, strategy))
 
     def count(self) -> int:
-        return sum(1 for p in self.workers for _ in self.schedules(p)) * len(self.strategies) * len(self.recoveries)
+        return sum(self.block_count(p, s) for p, s, _ in self.blocks())
 
 
 def _kill_label(k: Kill) -> str:

@@ -2,21 +2,25 @@
 
 The cases are the random sweep's (:class:`mpibench.drive.sweep.SweepPlan`) or
 every interleaving of a small world (:mod:`.exhaustive`). Each runs on the
-simulated engine in this process (:func:`.cases.run_case_sim`) and is judged
+simulated engine in this process, or with ``jobs`` in one of that many forked
+processes (:func:`.cases.run_case_sim`), and is judged
 as a real case; sweep.csv gets the real sweep's columns plus ``tag``
 (``simulated``). A case that did not pass is shrunk with the drivers' own
 minimiser (its runs simulated too), then its original and minimal schedules
 are run as real ``mpirun`` jobs: the finding is "reproduced on MPI" when the
 real job also fails (the same invariant, for a violation), else "simulation
 only" -- a difference between the simulated and the real library, itself a
-finding.
+finding. A launch may resume the record an earlier one left (:class:`Record`):
+its rows stay, and only the cases it lacks run.
 """
 from __future__ import annotations
 
+import csv
 import json
+import shutil
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -79,12 +83,40 @@ def replay_on_mpi(finding: Finding, out: Path, mpiexec: list[str], deadline_s: f
     finding.on_mpi = "reproduced on MPI" if _same(finding.outcome, finding.mpi) else "simulation only"
 
 
-def write_tables(outcomes: list[Outcome], findings: list[Finding], out: Path) -> None:
+@dataclass
+class Record:
+    """What an earlier launch of the sweep left in its folder: sweep.csv's and findings.csv's rows."""
+
+    rows: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+
+    @property
+    def done(self) -> set[str]:
+        return {row["case"] for row in self.rows}
+
+
+def read_record(out: Path) -> Record:
+    """The sweep record in ``out`` (empty when there is none)."""
+    def rows(name: str) -> list[dict]:
+        try:
+            with open(out / name, newline="") as f:
+                return list(csv.DictReader(f))
+        except FileNotFoundError:
+            return []
+    return Record(rows("sweep.csv"), rows("findings.csv"))
+
+
+def write_tables(outcomes: list[Outcome], findings: list[Finding], out: Path, before: Record | None = None) -> None:
+    before = before or Record()
     sweep = CsvLog(str(out / "sweep.csv"), SWEEP_COLUMNS + SWEEP_EXTRA_COLUMNS + ["tag"])
+    for row in before.rows:
+        sweep.write(row)
     for o in outcomes:
         sweep.write({**o.row(), "tag": TAG})
     sweep.close()
     table = CsvLog(str(out / "findings.csv"), FINDING_COLUMNS)
+    for row in before.findings:
+        table.write(row)
     for f in findings:
         o, m = f.outcome, f.mpi
         table.write({"case": o.case.case_id, "outcome": o.outcome, "first_violation": o.first_violation,
@@ -94,27 +126,63 @@ def write_tables(outcomes: list[Outcome], findings: list[Finding], out: Path) ->
     table.close()
 
 
+def _run_one(job: tuple) -> Outcome:
+    case, out, settings, deadline_s = job
+    folder = case_folder(out, case)
+    if folder.exists():  # begun by a launch that ended before recording it (a resume runs it again)
+        shutil.rmtree(folder)
+    return run_case_sim(case, folder, settings, deadline_s)
+
+
+def _outcomes(cases: Iterable, out: Path, settings: SimSettings, deadline_s: float, jobs: int):
+    """Each case's outcome, in plan order; ``jobs`` > 1: that many forked processes run them
+    (each case is a whole simulated world, independent of the others; the forks inherit this
+    process's installed engine and write only under their cases' own folders)."""
+    work = ((case, out, settings, deadline_s) for case in cases)
+    if jobs <= 1:
+        yield from map(_run_one, work)
+        return
+    import multiprocessing
+
+    # The first case runs here: the modules a case needs are then imported once, before the forks.
+    first = next(work, None)
+    if first is None:
+        return
+    yield _run_one(first)
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        yield from pool.imap(_run_one, work, chunksize=4)
+
+
 def run_sim_sweep(cases: Iterable, out: Path, settings: SimSettings = SimSettings(), mpiexec: list[str] | None = None,
                   shrink_runs: int = 30, deadline_s: float = 180.0, time_budget_s: float | None = None,
-                  total: int | None = None, stream=None) -> tuple[list[Outcome], list[Finding], float]:
-    """Run every case simulated (until the budget), shrink and replay the findings; (outcomes, findings, wall s)."""
+                  total: int | None = None, stream=None, jobs: int = 1,
+                  before: "Record | None" = None) -> tuple[list[Outcome], list[Finding], float]:
+    """Run every case simulated (until the budget), shrink and replay the findings; (outcomes, findings, wall s).
+
+    ``before``: the record of an earlier launch into ``out`` that this one resumes (its rows are
+    kept in the tables; its cases are not in ``cases``)."""
     stream = stream or sys.stderr
     out.mkdir(parents=True, exist_ok=True)
+    before = before or Record()
     start = time.perf_counter()
     outcomes, findings = [], []
-    for case in cases:
-        if time_budget_s is not None and time.perf_counter() - start > time_budget_s:
-            break
-        outcome = run_case_sim(case, case_folder(out, case), settings, deadline_s)
-        outcomes.append(outcome)
-        if outcome.outcome != OK:
-            findings.append(Finding(outcome))
-            stream.write(f"\nfinding [{TAG}]: {case.case_id}: {outcome.outcome}: {outcome.first_violation}\n")
-        if len(outcomes) % 200 == 0:
-            rate = len(outcomes) / (time.perf_counter() - start) * 3600
-            stream.write(f"sweep [{TAG}]: {len(outcomes)}{'/' + str(total) if total else ''} cases, "
-                         f"{len(findings)} finding(s), {rate:,.0f} cases/hour\n")
-            write_tables(outcomes, findings, out)
+    running = _outcomes(cases, out, settings, deadline_s, jobs)
+    try:
+        for outcome in running:
+            outcomes.append(outcome)
+            case = outcome.case
+            if outcome.outcome != OK:
+                findings.append(Finding(outcome))
+                stream.write(f"\nfinding [{TAG}]: {case.case_id}: {outcome.outcome}: {outcome.first_violation}\n")
+            if len(outcomes) % 200 == 0:
+                rate = len(outcomes) / (time.perf_counter() - start) * 3600
+                stream.write(f"sweep [{TAG}]: {len(before.rows) + len(outcomes)}{'/' + str(total) if total else ''} "
+                             f"cases, {len(before.findings) + len(findings)} finding(s), {rate:,.0f} cases/hour\n")
+                write_tables(outcomes, findings, out, before)
+            if time_budget_s is not None and time.perf_counter() - start > time_budget_s:
+                break
+    finally:
+        running.close()  # ends the forked runners (a case they had begun is not recorded)
     run_s = time.perf_counter() - start
     for finding in findings:
         if shrink_runs > 0:
@@ -123,19 +191,26 @@ def run_sim_sweep(cases: Iterable, out: Path, settings: SimSettings = SimSetting
             replay_on_mpi(finding, out, mpiexec, deadline_s)
             stream.write(f"{finding.outcome.case.case_id}: {finding.on_mpi} (real MPI: {finding.mpi.outcome} "
                          f"{finding.mpi.first_violation})\n")
-    write_tables(outcomes, findings, out)
+    write_tables(outcomes, findings, out, before)
     return outcomes, findings, run_s
 
 
-def write_summary(out: Path, outcomes, findings, run_s: float, wall_s: float, what: dict) -> str:
+def write_summary(out: Path, outcomes, findings, run_s: float, wall_s: float, what: dict,
+                  before: Record | None = None) -> str:
+    """sweep.json: the whole record (an earlier launch resumed included); the rate is this launch's."""
+    before = before or Record()
     rate = len(outcomes) / run_s * 3600 if run_s > 0 else 0.0
-    summary = {"tag": TAG, **what, "cases": len(outcomes), "findings": len(findings),
+    kinds = [o.outcome for o in outcomes] + [row["outcome"] for row in before.rows]
+    labels = [f.on_mpi for f in findings] + [row["on_mpi"] for row in before.findings]
+    summary = {"tag": TAG, **what, "cases": len(kinds), "findings": len(labels),
+               "launch_cases": len(outcomes), "launch_findings": len(findings), "resumed_cases": len(before.rows),
                "cases_wall_s": round(run_s, 3), "total_wall_s": round(wall_s, 3), "cases_per_hour": round(rate),
-               "by_outcome": {k: sum(1 for o in outcomes if o.outcome == k) for k in sorted({o.outcome for o in outcomes})},
-               "on_mpi": {k: sum(1 for f in findings if f.on_mpi == k) for k in sorted({f.on_mpi for f in findings})}}
+               "by_outcome": {k: kinds.count(k) for k in sorted(set(kinds))},
+               "on_mpi": {k: labels.count(k) for k in sorted(set(labels))}}
     (out / "sweep.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return (f"sweep [{TAG}]: {len(outcomes)} cases in {run_s:.1f} s ({rate:,.0f} cases/hour), "
-            f"{len(findings)} finding(s)" + "".join(f"; {n} {k}" for k, n in summary["on_mpi"].items()))
+    resumed = f" (+{len(before.rows)} from the earlier launch resumed)" if before.rows else ""
+    return (f"sweep [{TAG}]: {len(outcomes)} cases in {run_s:.1f} s ({rate:,.0f} cases/hour){resumed}, "
+            f"{len(labels)} finding(s)" + "".join(f"; {n} {k}" for k, n in summary["on_mpi"].items()))
 
 
 __all__ = ["run_sim_sweep", "write_summary", "replay_command"]

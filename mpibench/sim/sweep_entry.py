@@ -1,6 +1,7 @@
 """What ``sweep --engine sim`` does: check the request, plan the cases, run them simulated, report."""
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ class SimSweepRequest:
     mpiexec: str | None  # "": do not replay findings on MPI; None: the default launcher
     out: object  # the validated OutRequest
     recoveries: tuple[str, ...] = ("shrink",)  # --exhaustive: each interleaving under each
+    jobs: int = 1  # cases run at the same time (forked processes)
+    resume: bool = False  # go on from the record an earlier launch left in --out
 
 
 def _plan(r: SimSweepRequest):
@@ -55,12 +58,40 @@ def _plan(r: SimSweepRequest):
     return plan.stream(), total, {"plan": "swarm" if r.swarm else "random", "workers": list(r.workers)}
 
 
+def _out_folder(r: SimSweepRequest, what: dict):
+    """The sweep's folder and the record it resumes (--resume: an earlier launch's, which must be there)."""
+    from mpibench.job.outdir import OutDirError, resolve
+
+    from .sweep import Record, read_record
+
+    if not r.resume:
+        try:
+            return Path(resolve(r.out)), Record()
+        except OutDirError as exc:
+            raise UsageError(str(exc)) from None
+    if r.out.path is None or not (Path(r.out.path) / "sweep.csv").is_file():
+        raise UsageError("--resume goes on from an earlier sweep's folder: give it as --out "
+                         f"({r.out.path or 'no --out given'} holds no sweep.csv)")
+    if r.out.force:
+        raise UsageError("--resume keeps the folder's record and --force removes it: give one of them")
+    out = Path(r.out.path)
+    try:
+        earlier = json.loads((out / "sweep.json").read_text())
+    except (OSError, ValueError):
+        earlier = {}  # an earlier launch ended before its summary: its rows are the record
+    plan = {**what, "strategies": list(r.strategies)}  # what decides the cases (not --jobs, not the replays)
+    other = [k for k in ("plan", "workers", "recoveries", "strategies") if k in earlier and earlier[k] != plan.get(k)]
+    if other:
+        raise UsageError(f"--resume: {out} holds a sweep of another plan ({', '.join(other)} differ); "
+                         "give the same --workers, --strategies and --recoveries, or another --out")
+    return out, read_record(out)
+
+
 def sim_sweep_command(r: SimSweepRequest) -> int:
     """Exit 0 when every case held every invariant, 1 otherwise (3: the replays could not launch)."""
     if r.engine != "sim":
         raise UsageError("--exhaustive needs --engine sim")
     from mpibench.drive.launch import LaunchError, launcher_argv, preflight
-    from mpibench.job.outdir import OutDirError, resolve
 
     from .process import install
     from .sweep import run_sim_sweep, write_summary
@@ -75,22 +106,22 @@ def sim_sweep_command(r: SimSweepRequest) -> int:
             print(f"mpibench: could not run: {exc}", file=sys.stderr, flush=True)
             return 3
         mpiexec = launcher_argv(r.mpiexec)
-    try:
-        out = Path(resolve(r.out))
-    except OutDirError as exc:
-        raise UsageError(str(exc)) from None
+    out, before = _out_folder(r, what)
+    cases = (c for c in cases if c.case_id not in before.done) if before.rows else cases
     start = time.perf_counter()
-    print(f"sweep [{TAG}]: {total if total is not None else 'open-ended'} case(s), {what['plan']} plan -> {out}",
+    left = f"{total - len(before.done)} of {total}" if before.rows and total is not None else total
+    print(f"sweep [{TAG}]: {left if total is not None else 'open-ended'} case(s), {what['plan']} plan -> {out}",
           flush=True)
     outcomes, findings, run_s = run_sim_sweep(
         cases, out, shrink_runs=r.shrink_runs, deadline_s=r.case_deadline_s, mpiexec=mpiexec, total=total,
-        time_budget_s=r.time_budget_min * 60 if r.time_budget_min else None)
+        time_budget_s=r.time_budget_min * 60 if r.time_budget_min else None, jobs=r.jobs, before=before)
     line = write_summary(out, outcomes, findings, run_s, time.perf_counter() - start,
-                         {**what, "strategies": list(r.strategies), "replayed_on_mpi": mpiexec is not None})
+                         {**what, "strategies": list(r.strategies), "replayed_on_mpi": mpiexec is not None,
+                          "jobs": r.jobs, "plan_cases": total}, before)
     print(line, flush=True)
     for f in findings:
         print(f"  {f.outcome.case.case_id}: {f.outcome.outcome} {f.outcome.first_violation} [{f.on_mpi}]\n"
               f"    simulated replay: {f.outcome.replay}\n"
               + (f"    minimal: {f.outcome.minimal}\n" if f.outcome.minimal else "")
               + (f"    MPI replay: {f.mpi.replay}" if f.mpi else ""), flush=True)
-    return 0 if not findings else 1
+    return 0 if not findings and not before.findings else 1  # a resumed record's findings count too
