@@ -120,8 +120,9 @@ def run_smpi(exe: Path, xml: Path, hosts: Path, p: int, algorithm: str, sizes, c
     # the warm-up call only where it is needed: smp_* build their node communicators on first use
     program = [str(exe), schedule, str(calls)] if schedule else [str(exe), str(calls),
                                                                  "1" if algorithm.startswith("smp_") else "0"]
-    cmd = ["smpirun", "-np", str(p), "-platform", str(xml), "-hostfile", str(hosts), *SMPI_FLAGS,
-           f"--cfg=smpi/allreduce:{algorithm}", *program, *map(str, sizes)]
+    choice = [] if schedule else [f"--cfg=smpi/allreduce:{algorithm}"]  # a schedule calls no MPI_Allreduce
+    cmd = ["smpirun", "-np", str(p), "-platform", str(xml), "-hostfile", str(hosts), *SMPI_FLAGS, *choice,
+           *program, *map(str, sizes)]
     start = time.monotonic()
     # its own session: smpirun is a shell script, and on a timeout its simulator child must go too
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=xml.parent,
