@@ -109,7 +109,7 @@ def to_simgrid_xml(plat, ranks: int) -> str:
     the round model assumes), and the node's figures on the loopback link. The backbone is a
     FATPIPE (each flow gets its whole bandwidth): since it never limits, SMPI's figures are the
     same as with a shared one, but its solver no longer ties every flow of the run into one
-    system, which makes p = 4096 about ten times faster to simulate."""
+    system, which makes thousands of ranks several times faster to simulate."""
     nodes = hosts_needed(plat, ranks)
     backbone_bytes_per_s = 2 * nodes * plat.net_bytes_per_s
     return ("<?xml version='1.0'?>\n"
