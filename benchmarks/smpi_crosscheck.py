@@ -73,7 +73,10 @@ COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy
            "note", "tag"]
 SMPI_FLAGS = ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/privatization:no",  # the loop has no globals
               "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
-              "--cfg=smpi/display-timing:no", "--log=root.thr:critical")
+              "--cfg=smpi/display-timing:no", "--log=root.thr:critical",
+              # one mapping per shared buffer, not one per MiB: 4096 ranks x 2 x 16 MiB in 1 MiB blocks
+              # pass the kernel's 65530 mappings (vm.max_map_count) and smpirun aborts
+              "--cfg=smpi/shared-malloc-blocksize:67108864")
 
 
 @dataclass(frozen=True)
