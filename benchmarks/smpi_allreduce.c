@@ -3,7 +3,9 @@
  * last rank's end, so that the barrier's uneven release is not counted; rank 0 prints, per
  * size, the bytes and the median, lowest and highest of those times over the calls. Buffers come from
  * SMPI_SHARED_MALLOC, so thousands of simulated ranks share one copy of the memory.
- * Usage: smpi_allreduce CALLS BYTES... (built by benchmarks/smpi_crosscheck.py with smpicc). */
+ * Usage: smpi_allreduce CALLS WARMUP BYTES... (built by benchmarks/smpi_crosscheck.py with smpicc);
+ * WARMUP 1 makes one untimed call per size first (an smp_* algorithm builds its node
+ * communicators on its first use), 0 none (at p = 4096 every call costs minutes of wall time). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,19 +19,19 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int calls = argc > 1 ? atoi(argv[1]) : 0;
-  if (calls < 1 || calls > 1000) {
-    if (rank == 0) fprintf(stderr, "usage: smpi_allreduce CALLS(1..1000) BYTES...\n");
+  int calls = argc > 2 ? atoi(argv[1]) : 0;
+  int warmup = argc > 2 ? atoi(argv[2]) : -1;
+  if (calls < 1 || calls > 1000 || (warmup != 0 && warmup != 1)) {
+    if (rank == 0) fprintf(stderr, "usage: smpi_allreduce CALLS(1..1000) WARMUP(0|1) BYTES...\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   double *mine = malloc(2 * calls * sizeof(double)), *worst = malloc(2 * calls * sizeof(double));
-  for (int a = 2; a < argc; a++) {
+  for (int a = 3; a < argc; a++) {
     long count = atol(argv[a]) / 4;
     if (count < 1) count = 1;
     float *in = SMPI_SHARED_MALLOC(count * sizeof(float));
     float *out = SMPI_SHARED_MALLOC(count * sizeof(float));
-    /* one untimed call first: an smp_* algorithm builds its node communicators on its first use */
-    MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (warmup) MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     for (int c = 0; c < calls; c++) {
       MPI_Barrier(MPI_COMM_WORLD); /* every call starts together, as the benchmarks time one */
       mine[2 * c] = MPI_Wtime();

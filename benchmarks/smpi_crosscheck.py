@@ -1,8 +1,8 @@
 """mpibench's round model beside SMPI, the same algorithm on the same platform.
 
 SMPI (SimGrid's MPI) runs a C loop of ``MPI_Allreduce`` (``smpi_allreduce.c``:
-float, sum, a few calls per size, ``SMPI_SHARED_MALLOC``) with thousands of
-ranks in one process, every message played out on SimGrid's flow-level
+float, sum, a few calls per size, ``SMPI_SHARED_MALLOC``; an untimed first call for the
+``smp_*`` ones only) with thousands of ranks in one process, every message played out on SimGrid's flow-level
 network model. The platform is one file: a TOML platform
 (:mod:`mpibench.sim.platform`, written out as a SimGrid cluster by
 :mod:`mpibench.sim.platform_xml`) or a SimGrid XML cluster (used as is, and
@@ -15,6 +15,15 @@ rabenseifner    ``rab_rdb`` (halving then doubling, MPICH's order)
 hier            ``smp_rdb`` up to 16 KiB, ``smp_rsag_rab`` above (binomial inside
                 the node, leaders' rd / Rabenseifner, binomial back)
 ==============  =====================================================
+
+SMPI's collectives allocate real per-rank scratch and add real floats, so
+p x bytes is bounded (``--memory-gib``; 4096 ranks x 64 MiB would be
+256 GiB). Above that bound, rd and Rabenseifner run as ``smpi_schedule.c``:
+the same message schedule written as ``MPI_Sendrecv`` calls on one shared
+buffer with nothing added (``smpi_algorithm`` ``sendrecv-rd``,
+``sendrecv-rab``), which SMPI times on the same network model;
+``--via schedule`` runs them that way at every size, to check the two
+against each other where both fit.
 
 Both sides leave out the same things, so the ratio compares networks only:
 SMPI charges no computation (``smpi/simulate-computation:no``) and the
@@ -34,6 +43,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import fcntl
 import math
 import os
 import shutil
@@ -55,6 +65,7 @@ from mpibench.sim.platform import Platform, load_platform  # noqa: E402
 from mpibench.sim.platform_xml import hosts_needed, to_simgrid_xml  # noqa: E402
 
 SMPI_NAMES = {"ring": "lr", "rd": "rdb", "rabenseifner": "rab_rdb", "hier": "smp_rdb"}
+SCHEDULES = {"rd": "rd", "rabenseifner": "rab"}  # smpi_schedule.c's names
 HIER_LARGE = "smp_rsag_rab"
 SIZES = (8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20)  # 8 B ... 64 MiB
 COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy", "smpi_algorithm", "bytes",
@@ -62,7 +73,10 @@ COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy
            "note", "tag"]
 SMPI_FLAGS = ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/privatization:no",  # the loop has no globals
               "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
-              "--cfg=smpi/display-timing:no", "--log=root.thr:critical")
+              "--cfg=smpi/display-timing:no", "--log=root.thr:critical",
+              # one mapping per shared buffer, not one per MiB: 4096 ranks x 2 x 16 MiB in 1 MiB blocks
+              # pass the kernel's 65530 mappings (vm.max_map_count) and smpirun aborts
+              "--cfg=smpi/shared-malloc-blocksize:67108864")
 
 
 @dataclass(frozen=True)
@@ -73,14 +87,14 @@ class SmpiRow:
     hi_s: float
 
 
-def build(work: Path) -> Path:
-    """smpicc the C loop into ``work``; exit 3 when SimGrid is missing."""
+def build(work: Path, name: str = "smpi_allreduce") -> Path:
+    """smpicc ``benchmarks/<name>.c`` into ``work``; exit 3 when SimGrid is missing."""
     if shutil.which("smpicc") is None or shutil.which("smpirun") is None:
         print("smpi_crosscheck: smpicc/smpirun not found (install libsimgrid-dev: make system-packages)",
               file=sys.stderr)
         sys.exit(3)
-    exe = work / "smpi_allreduce"
-    subprocess.run(["smpicc", "-O2", str(ROOT / "benchmarks" / "smpi_allreduce.c"), "-o", str(exe)],
+    exe = work / name
+    subprocess.run(["smpicc", "-O2", str(ROOT / "benchmarks" / f"{name}.c"), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     return exe
 
@@ -103,10 +117,15 @@ def platform_files(source: Path, plat: Platform, p: int, work: Path) -> tuple[Pa
 
 
 def run_smpi(exe: Path, xml: Path, hosts: Path, p: int, algorithm: str, sizes, calls: int,
-             timeout_s: float) -> tuple[list[SmpiRow], float, str]:
-    """One smpirun over every size; (rows that finished, wall seconds, why it stopped or '')."""
-    cmd = ["smpirun", "-np", str(p), "-platform", str(xml), "-hostfile", str(hosts), *SMPI_FLAGS,
-           f"--cfg=smpi/allreduce:{algorithm}", str(exe), str(calls), *map(str, sizes)]
+             timeout_s: float, schedule: str = "") -> tuple[list[SmpiRow], float, str]:
+    """One smpirun over every size; (rows that finished, wall seconds, why it stopped or '');
+    with ``schedule``, ``exe`` is smpi_schedule and plays that schedule instead."""
+    # the warm-up call only where it is needed: smp_* build their node communicators on first use
+    program = [str(exe), schedule, str(calls)] if schedule else [str(exe), str(calls),
+                                                                 "1" if algorithm.startswith("smp_") else "0"]
+    choice = [] if schedule else [f"--cfg=smpi/allreduce:{algorithm}"]  # a schedule calls no MPI_Allreduce
+    cmd = ["smpirun", "-np", str(p), "-platform", str(xml), "-hostfile", str(hosts), *SMPI_FLAGS, *choice,
+           *program, *map(str, sizes)]
     start = time.monotonic()
     # its own session: smpirun is a shell script, and on a timeout its simulator child must go too
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=xml.parent,
@@ -134,24 +153,41 @@ def note_for(strategy: str, p: int, nbytes: int, plat: Platform, why: str) -> st
     return "; ".join(notes + ([why] if why else []))
 
 
+def jobs_for(strategy: str, p: int, sizes, memory_bytes: float, via: str) -> list[tuple[str, str, list[int]]]:
+    """(SMPI algorithm or schedule name, schedule, sizes) for one strategy at p ranks: SMPI's own
+    algorithm where p x bytes fits ``memory_bytes``, the Sendrecv schedule above (rd, rabenseifner)."""
+    fits = [n for n in sizes if p * n <= memory_bytes]
+    rest = [n for n in sizes if p * n > memory_bytes]
+    if strategy in SCHEDULES and (via == "schedule" or rest):
+        own, sched = ([], sizes) if via == "schedule" else (fits, rest)
+    else:
+        own, sched = fits, []
+    if strategy == "hier":
+        jobs = [(SMPI_NAMES[strategy], "", [n for n in own if n <= rounds.HIER_SMALL_BYTES]),
+                (HIER_LARGE, "", [n for n in own if n > rounds.HIER_SMALL_BYTES])]
+    else:
+        jobs = [(SMPI_NAMES[strategy], "", own)]
+    if sched:
+        jobs.append((f"sendrecv-{SCHEDULES[strategy]}", SCHEDULES[strategy], sched))
+    return [j for j in jobs if j[2]]
+
+
 def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: int, timeout_s: float,
-               work: Path, out_path: Path | None = None) -> list[dict]:
+               work: Path, out_path: Path | None = None, memory_bytes: float = math.inf,
+               via: str = "smpi") -> list[dict]:
     """Every (p, strategy) through SMPI beside the round model; with ``out_path``, the CSV is
     written after each launch, so a long run stopped midway keeps what it finished."""
     exe = build(work)
+    schedule_exe = build(work, "smpi_schedule") if any(s in SCHEDULES for s in strategies) else None
     bare = replace(plat, gamma_bytes_per_s=math.inf)  # SMPI charges no reduction either
     today = datetime.date.today().isoformat()
     out = []
     for p in ranks:
         xml, hosts = platform_files(source, plat, p, work)
         for strategy in strategies:
-            jobs = [(SMPI_NAMES[strategy], [n for n in sizes if strategy != "hier" or n <= rounds.HIER_SMALL_BYTES])]
-            if strategy == "hier":
-                jobs.append((HIER_LARGE, [n for n in sizes if n > rounds.HIER_SMALL_BYTES]))
-            for algorithm, some in jobs:
-                if not some:
-                    continue
-                found, wall_s, why = run_smpi(exe, xml, hosts, p, algorithm, some, calls, timeout_s)
+            for algorithm, schedule, some in jobs_for(strategy, p, sizes, memory_bytes, via):
+                found, wall_s, why = run_smpi(schedule_exe if schedule else exe, xml, hosts, p, algorithm, some,
+                                              calls, timeout_s, schedule)
                 for row in found:
                     predicted = rounds.sync_s(bare, strategy, p, row.nbytes)
                     out.append({"date": today, "platform": source.name, "placement": plat.placement, "ranks": p,
@@ -161,10 +197,19 @@ def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: in
                                 "predicted_s": predicted, "ratio": predicted / row.median_s if row.median_s else "",
                                 "smpi_wall_s": round(wall_s, 2),
                                 "note": note_for(strategy, p, row.nbytes, plat, ""), "tag": "simulated"})
+                for n in (n for n in some if n not in {row.nbytes for row in found}):
+                    # a case SMPI did not finish is a row too: no figure, and how long it ran
+                    out.append({"date": today, "platform": source.name, "placement": plat.placement, "ranks": p,
+                                "ranks_per_node": plat.ranks_per_node, "strategy": strategy,
+                                "smpi_algorithm": algorithm, "bytes": n, "smpi_s": "", "smpi_lo_s": "",
+                                "smpi_hi_s": "", "calls": calls, "launches": 1,
+                                "predicted_s": rounds.sync_s(bare, strategy, p, n), "ratio": "",
+                                "smpi_wall_s": round(wall_s, 2),
+                                "note": f"SMPI did not finish: {why or 'no output'}", "tag": "simulated"})
                 if why:
                     print(f"p={p} {strategy} ({algorithm}): {why}; {len(found)} of {len(some)} sizes done",
                           file=sys.stderr)
-                if out_path is not None and found:
+                if out_path is not None and out:
                     write(out_path, out)
     return out
 
@@ -173,8 +218,10 @@ def show(rows: list[dict]) -> None:
     print(f"{'p':>5} {'strategy':<13} {'smpi':<13} {'bytes':>9} {'SMPI us':>11} {'predicted us':>12} "
           f"{'ratio':>6}  note   (all simulated)")
     for r in rows:
+        smpi = f"{r['smpi_s'] * 1e6:>11.2f}" if r["smpi_s"] != "" else f"{'-':>11}"
+        ratio = f"{r['ratio']:>6.2f}" if r["ratio"] != "" else f"{'-':>6}"
         print(f"{r['ranks']:>5} {r['strategy']:<13} {r['smpi_algorithm']:<13} {r['bytes']:>9} "
-              f"{r['smpi_s'] * 1e6:>11.2f} {r['predicted_s'] * 1e6:>12.2f} {r['ratio']:>6.2f}  {r['note']}")
+              f"{smpi} {r['predicted_s'] * 1e6:>12.2f} {ratio}  {r['note']}")
 
 
 def _ints(text: str) -> list[int]:
@@ -198,6 +245,9 @@ def main(argv=None) -> int:
                     help="skip sizes whose ranks x bytes exceed this: SMPI's collectives allocate real "
                          "per-rank scratch and apply the sums [4]")
     ap.add_argument("--timeout", type=float, default=600.0, help="wall seconds per smpirun [600]")
+    ap.add_argument("--via", choices=("smpi", "schedule"), default="smpi",
+                    help="rd, rabenseifner: SMPI's algorithm where it fits memory, the Sendrecv schedule above "
+                         "(smpi), or the schedule at every size (schedule) [smpi]")
     ap.add_argument("--out", help="CSV to write (replaced)")
     args = ap.parse_args(argv)
     strategies = [s for s in args.strategies.split(",") if s]
@@ -213,24 +263,34 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="smpi_crosscheck_") as work:
         rows = []
         for p in args.ranks:
-            sizes = [n for n in args.sizes if p * n <= args.memory_gib * 2 ** 30]
-            if len(sizes) < len(args.sizes):
-                print(f"p={p}: sizes above {sizes[-1] if sizes else 0} B skipped (--memory-gib {args.memory_gib:g})",
-                      file=sys.stderr)
-            rows += crosscheck(Path(args.platform), plat, [p], strategies, sizes, args.calls, args.timeout,
-                               Path(work), Path(args.out) if args.out else None)
+            memory = args.memory_gib * 2 ** 30
+            skipped = [n for n in args.sizes if p * n > memory]
+            if skipped and set(strategies) - set(SCHEDULES):
+                print(f"p={p}: ring and hier skip {', '.join(map(str, skipped))} B (--memory-gib "
+                      f"{args.memory_gib:g}); rd and rabenseifner run them as the Sendrecv schedule", file=sys.stderr)
+            rows += crosscheck(Path(args.platform), plat, [p], strategies, args.sizes, args.calls, args.timeout,
+                               Path(work), Path(args.out) if args.out else None, memory, args.via)
     show(rows)
-    return 0 if rows else 3
+    return 0 if any(r["smpi_s"] != "" for r in rows) else 3
 
 
 def _key(row: dict) -> tuple:
-    return tuple(str(row[k]) for k in ("platform", "placement", "ranks", "strategy"))
+    return tuple(str(row[k]) for k in ("platform", "placement", "ranks", "strategy", "smpi_algorithm", "bytes"))
 
 
 def write(path: Path, rows: list[dict]) -> None:
-    """Write ``rows``, keeping the file's earlier rows for (platform, placement, ranks, strategy)
-    not run this time, so that a long table can be filled in by several runs."""
+    """Write ``rows``, keeping the file's earlier rows for (platform, placement, ranks, strategy,
+    SMPI algorithm, bytes) not run this time, so that a long table can be filled in by several runs."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    folder = os.open(path.parent, os.O_RDONLY)  # several launches may fill one table at once
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        _merge(path, rows)
+    finally:
+        os.close(folder)  # and with it the lock
+
+
+def _merge(path: Path, rows: list[dict]) -> None:
     fresh = {_key(r) for r in rows}
     kept = []
     if path.exists():

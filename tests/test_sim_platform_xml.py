@@ -47,3 +47,15 @@ def test_a_bad_file_is_one_clear_error(tmp_path, text, message):
     f.write_text(text)
     with pytest.raises(UsageError, match=message):
         load_platform(str(f))
+
+
+@pytest.mark.parametrize("ranks", [8, 512, 4096])
+def test_the_written_backbone_never_limits_and_is_not_shared(ranks):
+    """Twice every NIC's bandwidth, as a FATPIPE: SMPI's figures are a shared backbone's (it never
+    limits), and its solver does not tie every flow of the run into one system."""
+    import xml.etree.ElementTree as ET
+
+    cluster = ET.fromstring(to_simgrid_xml(CLUSTER_100G, ranks)).find(".//cluster")
+    assert cluster.get("bb_sharing_policy") == "FATPIPE"
+    nodes = hosts_needed(CLUSTER_100G, ranks)
+    assert float(cluster.get("bb_bw").removesuffix("Bps")) == pytest.approx(2 * nodes * CLUSTER_100G.net_bytes_per_s)

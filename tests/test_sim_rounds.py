@@ -137,3 +137,46 @@ def test_a_torus_is_named_as_predicted_at_full_bisection():
     torus = replace(CLUSTER_100G, topology="torus")
     assert any("torus" in s for s in rounds.notes(torus, "ring", 64, 1 << 20))
     assert not any("torus" in s for s in rounds.notes(CLUSTER_100G, "ring", 64, 1 << 20))
+
+
+@pytest.mark.parametrize("p", [2, 8, 64, 4096])
+def test_zero_ring_costs_what_the_ring_does_and_zero_halving_moves_rabenseifners_volume(p):
+    """Reduce-scatter plus all-gather of the stepped shards: the ring's rounds, and for halving
+    the bandwidth-optimal 2 (p-1)/p of the buffer per rank, as Rabenseifner."""
+    n = 1 << 20
+    assert rounds.sync_s(CLUSTER_100G, "zero-ring", p, n) == rounds.sync_s(CLUSTER_100G, "ring", p, n)
+    sent = np.zeros(p)
+    for rnd in rounds.zero_halving_rounds(p, n):
+        np.add.at(sent, rnd.src, rnd.nbytes * rnd.times)
+    assert sent.max() == pytest.approx(2 * (p - 1) / p * n)
+
+
+@pytest.mark.parametrize("p", [512, 4096])
+def test_zero_halvings_far_first_order_sends_its_largest_halves_through_the_nic_and_says_so(p):
+    """Core rank v halves as bit_reverse(v) so that it ends on shard v: in real ranks its first
+    partner is the farthest, so with ranks filling nodes in order its largest halves leave the node,
+    where Rabenseifner's (near first) stay on it."""
+    plat, n = _plat(128), 1 << 24
+    assert rounds.sync_s(plat, "zero-halving", p, n) > 10 * rounds.sync_s(plat, "rabenseifner", p, n)
+    said = rounds.notes(plat, "zero-halving", p, n)
+    assert any("cross a NIC 128 at once" in s and "far partners first" in s for s in said), said
+    assert not rounds.notes(plat, "rabenseifner", p, n)
+
+
+@pytest.mark.parametrize("n", [8, 64 << 10, 64 << 20])
+def test_hier_is_predicted_at_4096_and_only_rd_is_warned_of_its_nic_pattern(n):
+    """hier sends one leader per node through each NIC, so it never shares one; rd in rank order
+    sends every rank of a node through it at once, and the note names it once that matters."""
+    plat, p = _plat(128), 4096
+    assert 0 < rounds.sync_s(plat, "hier", p, n) < float("inf")
+    assert not rounds.notes(plat, "hier", p, n)
+    rd_notes = rounds.notes(plat, "rd", p, n)
+    assert (n >= 64 << 10) == any("rd: its largest messages" in s for s in rd_notes), rd_notes
+
+
+def test_the_collective_table_covers_the_sharded_strategies():
+    from mpibench.sim.table import collective_rows
+
+    rows = collective_rows(_plat(128), [4096], [64 << 20], ("zero-ring", "zero-halving"))
+    assert [r.strategy for r in rows] == ["zero-ring", "zero-halving"]
+    assert "far partners first" in rows[1].notes and rows[0].sync_s < rows[1].sync_s

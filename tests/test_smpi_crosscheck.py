@@ -44,3 +44,24 @@ def test_ring_rd_rabenseifner_and_hier_are_within_a_quarter_of_smpi_at_p64(tmp_p
     for r in rows:
         assert r["tag"] == "simulated"
         assert 0.75 <= float(r["ratio"]) <= 1.25, r
+
+
+def test_the_sendrecv_schedules_agree_with_smpis_own_algorithms_and_the_model_at_p64(tmp_path):
+    """Where SMPI's collectives cannot run (p x bytes beyond memory), rd and Rabenseifner run as
+    smpi_schedule.c; at p = 64 both fit, so the schedule is set beside SMPI's rdb / rab_rdb."""
+    _need_smpi()
+    out = tmp_path / "cc.csv"
+    base = [sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"), "--platform",
+            str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64", "--strategies", "rd,rabenseifner",
+            "--sizes", "4K,256K", "--calls", "1", "--timeout", "300", "--out", str(out)]
+    for via in ("smpi", "schedule"):
+        done = subprocess.run(base + ["--via", via], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(out.open()))
+    smpi = {(r["strategy"], r["bytes"]): float(r["smpi_s"]) for r in rows if not r["smpi_algorithm"].startswith("sendrecv")}
+    sched = {(r["strategy"], r["bytes"]): float(r["smpi_s"]) for r in rows if r["smpi_algorithm"].startswith("sendrecv")}
+    assert set(smpi) == set(sched) == {(s, b) for s in ("rd", "rabenseifner") for b in ("4096", "262144")}
+    for key, t in sched.items():
+        assert 0.8 <= t / smpi[key] <= 1.25, (key, t, smpi[key])
+    for r in rows:
+        assert 0.75 <= float(r["ratio"]) <= 1.25, r

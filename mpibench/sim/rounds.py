@@ -128,6 +128,25 @@ def rabenseifner_rounds(p: int, n: float) -> list[Round]:
     return rounds
 
 
+def zero_halving_rounds(p: int, n: float) -> list[Round]:
+    """sync/zero_halving.py: Rabenseifner's rounds, but core rank v runs the halving as
+    ``bit_reverse(v)`` so that it ends holding shard v; in real ranks its partners go far-first
+    (``v ^ 2**(steps-1-k)``), so the largest halves cross the NICs whenever ranks fill nodes
+    in order. The step of each rank's own shard is compute, left out like the reduction's."""
+    q, evens, core = _fold(p)
+    rounds = [Round(evens, evens + 1, n, 1, n)] if len(evens) else []
+    steps = int(math.log2(q))
+    for k in range(steps):  # reduce-scatter: far partner first
+        partner = core[np.arange(q) ^ (1 << (steps - 1 - k))]
+        rounds.append(Round(core, partner, n / 2 ** (k + 1), 1, n / 2 ** (k + 1)))
+    for k in reversed(range(steps)):  # all-gather of the stepped shards, the way the sums came
+        partner = core[np.arange(q) ^ (1 << (steps - 1 - k))]
+        rounds.append(Round(core, partner, n / 2 ** (k + 1)))
+    if len(evens):
+        rounds.append(Round(evens + 1, evens, n))
+    return rounds
+
+
 def _on(ranks: np.ndarray, rounds: list[Round]) -> list[Round]:
     """``rounds`` over positions 0..m-1 played by ``ranks`` (position i is rank ranks[i])."""
     return [Round(ranks[r.src], ranks[r.dst], r.nbytes, r.times, r.reduced_bytes) for r in rounds]
@@ -162,7 +181,11 @@ def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
     return reduce + across + broadcast
 
 
-PATTERNS = {"ring": ring_rounds, "ps": ps_rounds, "rd": rd_rounds, "rabenseifner": rabenseifner_rounds}
+PATTERNS = {"ring": ring_rounds, "ps": ps_rounds, "rd": rd_rounds, "rabenseifner": rabenseifner_rounds,
+            # sharded: reduce-scatter, then the all-gather of the stepped shards (sync/zero_ring.py's
+            # ring, sync/zero_halving.py's halving and doubling); the same bytes as an all-reduce
+            "zero-ring": ring_rounds, "zero-halving": zero_halving_rounds}
+FAR_FIRST = {"zero-halving": "zero-halving halves far partners first in rank order (each rank ends on its own shard)"}
 STRATEGIES = (*PATTERNS, "hier", "auto", "native")
 
 
@@ -213,9 +236,10 @@ def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
     share = sum(load / plat.net_bytes_per_s * r.times for r, load in big) / total
     if big and share >= 0.25:
         at_once = round(max(load for _, load in big) / largest)
+        why = f"; {FAR_FIRST[name]}" if name in FAR_FIRST else ""
         out.append(f"{name}: its largest messages ({largest:.0f} B) cross a NIC {at_once} at once "
                    f"({plat.placement} placement, {plat.ranks_per_node} ranks per node): "
-                   f"{share:.0%} of the time")
+                   f"{share:.0%} of the time{why}")
     return out
 
 

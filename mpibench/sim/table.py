@@ -20,7 +20,7 @@ from mpibench.base.records import CsvLog
 from . import rounds
 from .platform import Platform
 
-TABLE_STRATEGIES = ("ring", "ps", "rd", "rabenseifner", "hier", "auto", "native")
+TABLE_STRATEGIES = ("ring", "ps", "rd", "rabenseifner", "hier", "auto", "native", "zero-ring", "zero-halving")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,33 @@
+"""Published all-reduce tables beside the round model (benchmarks/published_allreduce.py).
+
+Every row names its source (URL and table), sits on a platform file that
+exists, keeps the published figure apart (measured) from the prediction
+(simulated), and its ratio is the prediction over the published figure.
+"""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_published_row_names_its_source_and_platform_and_its_ratio_is_recomputable(tmp_path):
+    out = tmp_path / "pub.csv"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "published_allreduce.py"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(out.open()))
+    assert {r["platform"] for r in rows} == {"betzy_4x128.toml", "ucc_32x40.toml"}
+    assert min(int(r["ranks"]) for r in rows) >= 256
+    for r in rows:
+        assert r["url"].startswith("https://github.com/") and r["table"]
+        assert (ROOT / "platforms" / r["platform"]).exists()
+        assert (r["tag_published"], r["tag_predicted"]) == ("measured", "simulated")
+        ratio = float(r["predicted_s"]) / float(r["published_s"])
+        assert abs(ratio - float(r["ratio"])) <= 1e-3 * ratio
+        assert (r["within_2x"] == "True") == (0.5 <= float(r["ratio"]) <= 2.0)
+        if r["within_2x"] != "True":
+            assert r["note"], r  # every size outside 2x says why
