@@ -163,3 +163,21 @@ def test_reduce_scatter_and_all_gather_cost_one_ring_allreduce_and_report_nccl_b
             assert parts == pytest.approx(ring_s(cal, p, n)) == pytest.approx(ZeroRing.cost_s(cal, p, n))
     row = fix_row({"strategy": "zero-ring:all-gather", "ranks": 4, "algbw_gbps": 2.0, "busbw_gbps": 3.0})
     assert row["busbw_gbps"] == pytest.approx(1.5)  # (p-1)/p, not the all-reduce's 2(p-1)/p
+
+
+@pytest.mark.parametrize("p", [2, 3, 8])
+def test_the_modelled_rows_of_the_two_collectives_carry_their_own_busbw_factor(p):
+    """The main job's modelled bench rows (results) and bench's own (job/bench/model) both
+    give a reduce-scatter or all-gather row busbw = algbw (p-1)/p, the all-reduce rows 2(p-1)/p."""
+    from mpibench.job.bench.model import modelled_rows
+    from mpibench.results.costmodel import bandwidths_gbps
+
+    cal = Calibration(2e-6, 1e-9, 3e-10, 5e-10, 0.0, 0.0, 2, 2, 4)
+    for name, factor in (("zero-ring:reduce-scatter", (p - 1) / p), ("zero-halving:all-gather", (p - 1) / p),
+                         ("zero-ring", 2 * (p - 1) / p), ("ring", 2 * (p - 1) / p)):
+        algbw, busbw = bandwidths_gbps(name, p, 1 << 20, 1e-3)
+        assert busbw == pytest.approx(algbw * factor), name
+        measured = {"strategy": name, "ranks": p, "bytes": 1 << 20, "time_max_s": 2e-3}
+        (row,), unknown = modelled_rows(cal, [measured], {})
+        assert not unknown and row["tag"] == "modelled"
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * factor), name
