@@ -181,3 +181,34 @@ def test_the_modelled_rows_of_the_two_collectives_carry_their_own_busbw_factor(p
         (row,), unknown = modelled_rows(cal, [measured], {})
         assert not unknown and row["tag"] == "modelled"
         assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * factor), name
+
+
+def test_the_recorded_matrix_covers_every_scenario_on_both_engines_and_came_out_as_expected():
+    """docs/measured/sharded_matrix.csv (benchmarks/sharded_matrix.py): every named scenario
+    under both sharded strategies and both recoveries at p = 2, 3, 4, on MPI and simulated, with
+    and without momentum (on MPI the refusals at p = 3 only); each run passed, each combination
+    that refusal() names was refused."""
+    import csv
+    from pathlib import Path
+
+    from mpibench.faults.scenarios import ALL_SCENARIOS
+
+    rows = list(csv.DictReader((Path(__file__).parents[1] / "docs" / "measured" / "sharded_matrix.csv").open()))
+    have = {(r["engine"], int(r["workers"]), r["strategy"], r["scenario"], r["recovery"], float(r["momentum"]))
+            for r in rows}
+    for engine in ("mpi", "sim"):
+        for p in (2, 3, 4):
+            for strategy in ("zero-ring", "zero-halving"):
+                for name, (_, smallest) in ALL_SCENARIOS.items():
+                    for recovery in ("shrink", "respawn"):
+                        for momentum in (0.0, 0.9):
+                            schedule = load_schedule(name, p) if p >= smallest else None
+                            refused = schedule is not None and refusal(
+                                strategy, momentum, recovery, schedule,
+                                dict(schedule.options).get("straggler_deadline", 0.0))
+                            wanted = p >= smallest and (engine == "sim" or not refused or p == 3)
+                            key = (engine, p, strategy, name, recovery, momentum)
+                            assert (key in have) == wanted, key
+    bad = [r for r in rows if r["outcome"] != r["expected"] or (r["expected"] == "ok" and not int(r["checks"]))]
+    assert not bad, bad
+    assert {r["expected"] for r in rows} == {"ok", "refused"}
