@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from mpibench.sync.ring import busbw_factor
+from mpibench.sync.zero_ring import collective_busbw_factor
 
 from .calibration import Calibration
 
@@ -140,7 +141,8 @@ def latency_share(cal: Calibration, strategy: str, p: int, nbytes: float, option
 
 
 def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tuple[float | None, float | None]:
-    """algbw = bytes/time; busbw = algbw * 2(p-1)/p, as nccl-tests reports all-reduce.
+    """algbw = bytes/time; busbw = algbw * 2(p-1)/p, as nccl-tests reports all-reduce, and
+    algbw * (p-1)/p for a sharded strategy's reduce-scatter or all-gather row (``NAME:PART``).
 
     None at p = 1: nothing travels, so a size over a time is no bandwidth."""
     if p <= 1:
@@ -148,7 +150,8 @@ def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tupl
     if time_s <= 0:
         return 0.0, 0.0
     algbw = nbytes / time_s / 1e9
-    return algbw, algbw * busbw_factor(p)
+    part = strategy.rpartition(":")[2] in ("reduce-scatter", "all-gather")
+    return algbw, algbw * (collective_busbw_factor(p) if part else busbw_factor(p))
 
 
 # ----------------------------------------------------------------------------- training step

@@ -84,10 +84,31 @@ def test_main_job_on_every_launch(tmp_path, launch):
         assert phase == {"phase": case, "status": "not_run", "needs": needs}
         assert f"needs {needs}: " in job.stdout
     _page_says_what_ran(out / "report.html", len(ran), len(not_run))
+    if launch == "full":
+        _sharded_rows_beside_the_allreduce_ones(out)
     if launch == "singleton":
         assert "started without a launcher; running the main job on 4 ranks" in job.stdout
     if not_run:
         assert "to run every case: " in job.stdout and "exit status 4" in job.stdout
+
+
+def _sharded_rows_beside_the_allreduce_ones(out: Path) -> None:
+    """The main job's benchmarks time each sharded strategy's all-reduce and its reduce-scatter
+    and all-gather alone, each measured and modelled at every size, with nccl-tests' busbw
+    factor ((p-1)/p for the two collectives); the page's bench table lists every one."""
+    bench = pd.read_csv(out / "bench.csv", keep_default_na=False)
+    sizes = set(bench[bench.strategy == "ring"].bytes)
+    names = [f"{s}{part}" for s in ("zero-ring", "zero-halving") for part in ("", ":reduce-scatter", ":all-gather")]
+    page = (out / "report.html").read_text()
+    section = page[page.index("id='bench'"):]
+    for name in names:
+        for tag in ("measured", "modelled"):
+            rows = bench[(bench.strategy == name) & (bench.tag == tag)]
+            assert set(rows.bytes) == sizes and len(rows) == len(sizes), (name, tag, rows)
+            p = rows.ranks.astype(int)
+            factor = (p - 1) / p * (1 if ":" in name else 2)
+            assert (abs(rows.busbw_gbps.astype(float) - rows.algbw_gbps.astype(float) * factor) < 1e-9).all(), name
+        assert f"<td>{name}</td>" in section, name
 
 
 def _page_says_what_ran(page: Path, ran: int, not_run: int) -> None:

@@ -163,3 +163,52 @@ def test_reduce_scatter_and_all_gather_cost_one_ring_allreduce_and_report_nccl_b
             assert parts == pytest.approx(ring_s(cal, p, n)) == pytest.approx(ZeroRing.cost_s(cal, p, n))
     row = fix_row({"strategy": "zero-ring:all-gather", "ranks": 4, "algbw_gbps": 2.0, "busbw_gbps": 3.0})
     assert row["busbw_gbps"] == pytest.approx(1.5)  # (p-1)/p, not the all-reduce's 2(p-1)/p
+
+
+@pytest.mark.parametrize("p", [2, 3, 8])
+def test_the_modelled_rows_of_the_two_collectives_carry_their_own_busbw_factor(p):
+    """The main job's modelled bench rows (results) and bench's own (job/bench/model) both
+    give a reduce-scatter or all-gather row busbw = algbw (p-1)/p, the all-reduce rows 2(p-1)/p."""
+    from mpibench.job.bench.model import modelled_rows
+    from mpibench.results.costmodel import bandwidths_gbps
+
+    cal = Calibration(2e-6, 1e-9, 3e-10, 5e-10, 0.0, 0.0, 2, 2, 4)
+    for name, factor in (("zero-ring:reduce-scatter", (p - 1) / p), ("zero-halving:all-gather", (p - 1) / p),
+                         ("zero-ring", 2 * (p - 1) / p), ("ring", 2 * (p - 1) / p)):
+        algbw, busbw = bandwidths_gbps(name, p, 1 << 20, 1e-3)
+        assert busbw == pytest.approx(algbw * factor), name
+        measured = {"strategy": name, "ranks": p, "bytes": 1 << 20, "time_max_s": 2e-3}
+        (row,), unknown = modelled_rows(cal, [measured], {})
+        assert not unknown and row["tag"] == "modelled"
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * factor), name
+
+
+def test_the_recorded_matrix_covers_every_scenario_on_both_engines_and_came_out_as_expected():
+    """docs/measured/sharded_matrix.csv (benchmarks/sharded_matrix.py): every named scenario
+    under both sharded strategies and both recoveries at p = 2, 3, 4, on MPI and simulated, with
+    and without momentum (on MPI the refusals at p = 3 only); each run passed, each combination
+    that refusal() names was refused."""
+    import csv
+    from pathlib import Path
+
+    from mpibench.faults.scenarios import ALL_SCENARIOS
+
+    rows = list(csv.DictReader((Path(__file__).parents[1] / "docs" / "measured" / "sharded_matrix.csv").open()))
+    have = {(r["engine"], int(r["workers"]), r["strategy"], r["scenario"], r["recovery"], float(r["momentum"]))
+            for r in rows}
+    for engine in ("mpi", "sim"):
+        for p in (2, 3, 4):
+            for strategy in ("zero-ring", "zero-halving"):
+                for name, (_, smallest) in ALL_SCENARIOS.items():
+                    for recovery in ("shrink", "respawn"):
+                        for momentum in (0.0, 0.9):
+                            schedule = load_schedule(name, p) if p >= smallest else None
+                            refused = schedule is not None and refusal(
+                                strategy, momentum, recovery, schedule,
+                                dict(schedule.options).get("straggler_deadline", 0.0))
+                            wanted = p >= smallest and (engine == "sim" or not refused or p == 3)
+                            key = (engine, p, strategy, name, recovery, momentum)
+                            assert (key in have) == wanted, key
+    bad = [r for r in rows if r["outcome"] != r["expected"] or (r["expected"] == "ok" and not int(r["checks"]))]
+    assert not bad, bad
+    assert {r["expected"] for r in rows} == {"ok", "refused"}

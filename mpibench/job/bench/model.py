@@ -18,6 +18,7 @@ import pandas as pd
 from mpibench.base.config import UsageError
 
 from .rows import modelled_row
+from .sharded import fix_row
 
 
 def load_calibration(path: str):
@@ -52,7 +53,7 @@ def modelled_rows(cal, measured: list[dict], options: dict) -> tuple[list[dict],
         except ValueError:
             unknown.append(m["strategy"])
             continue
-        row = modelled_row(m, t)
+        row = fix_row(modelled_row(m, t))  # a reduce-scatter or all-gather row: its own busbw factor
         band = "model band " + costmodel.band_of(cal, m["strategy"], int(m["ranks"]), float(m["bytes"]), options)
         row["note"] = "; ".join(n for n in (row.get("note"), band) if n)
         rows.append(row)
