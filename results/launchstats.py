@@ -11,8 +11,8 @@ with ``j`` the largest rank whose coverage ``1 - 2 * P(Binomial(n, 1/2) < j)``
 still reaches the confidence (:func:`median_interval`): it holds for any
 continuous distribution, with exact coverage, which a bootstrap of six launches
 does not (a bootstrap's interval of a median of six values is too short). It is
-the sign test's interval: a verdict ``faster`` or ``slower`` is the sign test
-rejecting "ratio 1" at the same level. Below six values no 95 % interval exists
+the sign test's interval: an end of it beyond a value is the one-sided sign
+test rejecting that value at half the level. Below six values no 95 % interval exists
 (even ``[min, max]`` covers only 1 - 2/2^n); the interval is then the full range
 with its lower coverage, and the verdict says so.
 
