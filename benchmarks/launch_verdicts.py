@@ -10,7 +10,10 @@ the current statistics (:mod:`mpibench.results.launchtable`) and prints each
 repetition's verdict table (faster / slower / indistinguishable / bimodal
 against ``blocking``, the median paired ratio and its 95 % interval over
 launches), the host's load averages beside each, and per cell how many
-repetitions give its most common verdict. ``--write`` writes
+repetitions give its most common verdict (``decided``: that verdict is faster,
+slower or indistinguishable, not "cannot tell"). The verdicts are at 95 %
+confidence against the ±10 % practical-equivalence margin of
+:mod:`mpibench.results.launchstats`, stated in every row. ``--write`` writes
 ``docs/measured/bench_verdicts.csv`` (every repetition's cells) and
 ``docs/measured/verdict_agreement.csv`` (one row per cell). Exit 0 when every
 cell agrees in all but at most one repetition, 1 otherwise, 3 when a
@@ -69,6 +72,7 @@ def main() -> int:
                         "verdict_agreement.csv")
     args = parser.parse_args()
     from mpibench.base.units import human_bytes
+    from mpibench.results import launchstats as ls
     from mpibench.results.launchtable import verdict_lines
 
     work, found = Path(args.work), []
@@ -94,22 +98,25 @@ def main() -> int:
         common, count = Counter(verdicts).most_common(1)[0]
         holds = count >= len(verdicts) - 1
         ok &= holds
-        agree_rows.append({"strategy": name, "bytes": int(n_bytes), "verdicts": " ".join(verdicts),
+        agree_rows.append({"strategy": name, "bytes": int(n_bytes), "verdicts": ";".join(verdicts),
                            "most_common": common, "agreeing": count, "repetitions": len(verdicts),
-                           "agree_in_all_but_one": holds})
-        print(f"{name:<14}{human_bytes(int(n_bytes)):>9}  {common:<18} {count}/{len(verdicts)}  {' '.join(verdicts)}")
+                           "agree_in_all_but_one": holds, "decided": common in ls.DECIDED})
+        print(f"{name:<14}{human_bytes(int(n_bytes)):>9}  {common:<18} {count}/{len(verdicts)}  {'; '.join(verdicts)}")
     if args.write:
         MEASURED.mkdir(parents=True, exist_ok=True)
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         keep = ["repetition", "strategy", "ranks", "bytes", "launches", "confidence_pct", "vs_blocking",
-                "vs_blocking_low", "vs_blocking_high", "verdict", "clusters", "by_state", "model_ratio",
+                "vs_blocking_low", "vs_blocking_high", "margin_pct", "resolution_pct", "verdict", "clusters", "by_state", "model_ratio",
                 "model_ratio_low", "model_ratio_high", "model_call", "load_median", "states"]
         long[keep].assign(date=date).to_csv(MEASURED / "bench_verdicts.csv", index=False, float_format="%.4g")
-        pd.DataFrame(agree_rows).assign(date=date, launches=args.launches).to_csv(
+        pd.DataFrame(agree_rows).assign(date=date, launches=args.launches, confidence_pct=ls.CONFIDENCE * 100,
+                                        margin_pct=ls.MARGIN * 100).to_csv(
             MEASURED / "verdict_agreement.csv", index=False)
         print(f"# wrote {MEASURED / 'bench_verdicts.csv'} and verdict_agreement.csv")
+    decided = sum(r["decided"] for r in agree_rows)
     print(f"# {'every cell agrees' if ok else 'NOT every cell agrees'} in at least "
-          f"{len(found) - 1} of {len(found)} repetitions; load now {load()}")
+          f"{len(found) - 1} of {len(found)} repetitions ({decided} of {len(agree_rows)} cells decided: faster, "
+          f"slower or indistinguishable within ±{ls.MARGIN:.0%}); load now {load()}")
     return 0 if ok else 1
 
 

@@ -100,8 +100,8 @@ def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]
         within = r.verdict == "indistinguishable" or all(abs(m - 1) <= tolerance for m in state_medians)
         ok &= within
         rows.append({"bytes": int(r.bytes), "blocking_over_anchor": r.vs_blocking, "low": r.vs_blocking_low,
-                     "high": r.vs_blocking_high, "verdict": r.verdict, "by_state": r.by_state,
-                     "launches": r.launches, "within": within})
+                     "high": r.vs_blocking_high, "margin_pct": r.margin_pct, "resolution_pct": r.resolution_pct,
+                     "verdict": r.verdict, "by_state": r.by_state, "launches": r.launches, "within": within})
         lines.append(f"{human_bytes(int(r.bytes)):>8} {r.vs_blocking:15.2f} "
                      f"{f'[{r.vs_blocking_low:.2f}, {r.vs_blocking_high:.2f}]':>15}  {r.verdict:<18} "
                      f"{r.by_state}  {'yes' if within else 'NO'}")

@@ -11,18 +11,41 @@ with ``j`` the largest rank whose coverage ``1 - 2 * P(Binomial(n, 1/2) < j)``
 still reaches the confidence (:func:`median_interval`): it holds for any
 continuous distribution, with exact coverage, which a bootstrap of six launches
 does not (a bootstrap's interval of a median of six values is too short). It is
-the sign test's interval: a verdict ``faster`` or ``slower`` is the sign test
-rejecting "ratio 1" at the same level. Below six values no 95 % interval exists
+the sign test's interval: an end of it beyond a value is the one-sided sign
+test rejecting that value at half the level. Below six values no 95 % interval exists
 (even ``[min, max]`` covers only 1 - 2/2^n); the interval is then the full range
 with its lower coverage, and the verdict says so.
+
+A verdict is a three-way decision against a stated practical-equivalence
+margin ``m`` (:data:`MARGIN`, 10 %; a region of practical equivalence, as in
+Kruschke's "ROPE" rule and equivalence testing by two one-sided tests): the
+band ``[1/(1+m), 1+m]`` on the ratio, symmetric on the log scale so that
+inverting the ratio swaps faster and slower. With the interval
+``[low, high]``:
+
+* ``faster``: ``low > 1+m``; the one-sided sign test rejects "ratio at most
+  1+m" at level ``P(Binomial(n, 1/2) < j)`` (1.6 % at six launches);
+* ``slower``: ``high < 1/(1+m)``, the mirror image;
+* ``indistinguishable``: the whole interval lies inside the band (both
+  one-sided tests reject a difference of more than the margin: the two are
+  equivalent within ±m at this confidence);
+* ``cannot tell``: the interval straddles an edge of the band; the noise this
+  comparison can resolve is the interval's half-width (``resolution_pct``);
+* ``bimodal`` in place of ``cannot tell`` where the launches cluster.
+
+Without a margin a ratio whose truth lies near 1 flips between
+``indistinguishable`` and ``faster`` from one set of launches to the next
+(whether the smallest of six launches lands above 1 is then a coin toss);
+with one, a verdict changes only where the truth lies near an edge of the
+band, and it is then ``cannot tell``, which is what the host allows.
 
 ``bimodal``: the values split into two groups (two or more each) with a gap
 between them at least :data:`MIN_GAP` wide (a factor, on the log scale) and
 larger than the groups' spread by more than a unimodal sample of the same size
 gives in 95 % of draws (a Monte Carlo test against a normal sample, on logs,
-seeded). It is the verdict only where the interval does not already settle the
-sign (launches on both sides of 1 in two clusters: which one you get depends
-on the launch's state).
+seeded). It is the verdict only where the interval settles nothing (launches
+in two clusters across an edge of the band: which answer you get depends on
+the launch's state).
 """
 from __future__ import annotations
 
@@ -33,12 +56,15 @@ import numpy as np
 from scipy import stats
 
 CONFIDENCE = 0.95
+MARGIN = 0.10  # practical equivalence: ratios within a factor 1.1 either way are "indistinguishable"
 MIN_GAP = 1.10  # two clusters closer than 10 % apart are one state of this host's noise
 NULL_DRAWS = 4000  # Monte Carlo draws of the unimodal null, per sample size
 NULL_SEED = 20160  # the null's generator: the same values always get the same verdict
 
 FASTER, SLOWER, SAME, BIMODAL = "faster", "slower", "indistinguishable", "bimodal"
+CANNOT_TELL = "cannot tell"
 TOO_FEW = "too few launches"
+DECIDED = (FASTER, SLOWER, SAME)
 
 
 @dataclass(frozen=True)
@@ -64,9 +90,15 @@ class Verdict:
     """A paired ratio ``baseline / other`` over launches (> 1: ``other`` is faster)."""
 
     ratio: Interval
-    verdict: str  # faster / slower / indistinguishable / bimodal / too few launches
+    verdict: str  # faster / slower / indistinguishable / cannot tell / bimodal / too few launches
     clusters: tuple  # medians of the two groups when bimodal, else ()
     bimodal_p: float  # the clustering test's p-value (nan below four values)
+    margin: float = MARGIN  # the practical-equivalence margin the verdict used
+
+    @property
+    def resolution_pct(self) -> float:
+        """The noise this comparison resolves: the interval's half-width in percent of its median."""
+        return self.ratio.half_width_pct
 
 
 def order_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
@@ -141,24 +173,33 @@ def clusters(values, alpha: float = 1 - CONFIDENCE, min_gap: float = MIN_GAP) ->
     return (float(np.median(x[groups == 0])), float(np.median(x[groups == 1]))), p, groups
 
 
-def compare(ratios, confidence: float = CONFIDENCE) -> Verdict:
+def band(margin: float = MARGIN) -> tuple[float, float]:
+    """The ratios judged practically equal: within a factor ``1 + margin`` either way."""
+    if not margin >= 0:
+        raise ValueError("the margin must be 0 or more")
+    return 1.0 / (1.0 + margin), 1.0 + margin
+
+
+def decide(interval: Interval, found: tuple, confidence: float = CONFIDENCE, margin: float = MARGIN) -> str:
+    """The three-way decision of an interval of ``baseline / other`` against the band (module note)."""
+    if interval.n == 0 or interval.coverage < confidence:
+        return TOO_FEW  # no pair of launches reaches the confidence: no claim either way
+    low_edge, high_edge = band(margin)
+    if interval.low > high_edge:
+        return FASTER
+    if interval.high < low_edge:
+        return SLOWER
+    if low_edge <= interval.low and interval.high <= high_edge:
+        return SAME
+    return BIMODAL if found else CANNOT_TELL
+
+
+def compare(ratios, confidence: float = CONFIDENCE, margin: float = MARGIN) -> Verdict:
     """The verdict on per-launch paired ratios ``baseline / other``."""
     clean = [r for r in ratios if r is not None and np.isfinite(r) and r > 0]
     interval = median_interval(clean, confidence)
     found, p, _ = clusters(clean, 1 - confidence)
-    if interval.n == 0:
-        return Verdict(interval, TOO_FEW, (), math.nan)
-    if interval.low > 1.0:
-        verdict = FASTER
-    elif interval.high < 1.0:
-        verdict = SLOWER
-    elif found:
-        verdict = BIMODAL
-    else:
-        verdict = SAME
-    if verdict in (FASTER, SLOWER) and interval.coverage < confidence:
-        verdict = TOO_FEW  # every launch agrees, but too few launches to say so at this confidence
-    return Verdict(interval, verdict, found, p)
+    return Verdict(interval, decide(interval, found, confidence, margin), found, p, margin)
 
 
 def launch_states(values, names=("fast", "slow")) -> list[str]:

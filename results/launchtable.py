@@ -20,7 +20,7 @@ from . import launchstats as ls
 # bench.csv's columns come first, unchanged; these follow
 INTERVAL_COLUMNS = ["launches", "confidence_pct", "time_max_s_low", "time_max_s_high", "vs_blocking_low",
                     "vs_blocking_high", "verdict", "clusters", "bimodal_p", "by_state", "model_ratio_low",
-                    "model_ratio_high", "model_call"]
+                    "model_ratio_high", "model_call", "margin_pct", "resolution_pct"]
 LAUNCH_COLUMNS = ["launch", "folder", "exit", "wall_s", "load_before", "pingpong_1mib_s", "memcpy_gbps",
                   "add_gbps", "state"]
 MEDIAN_COLUMNS = ["time_min_s", "time_avg_s", "time_max_s", "algbw_gbps", "busbw_gbps", "round_p90_s",
@@ -105,7 +105,8 @@ def combine(rows: pd.DataFrame, state_of: dict[int, str], columns: list[str]) ->
             v = ls.compare(list(group.vs_blocking.dropna()))
             row.update(vs_blocking_low=v.ratio.low, vs_blocking_high=v.ratio.high, verdict=v.verdict,
                        clusters=" / ".join(f"{c:.2f}x" for c in v.clusters), bimodal_p=v.bimodal_p,
-                       by_state=_by_state(group, state_of))
+                       by_state=_by_state(group, state_of), margin_pct=round(v.margin * 100, 1),
+                       resolution_pct=v.resolution_pct)
         mine = modelled[(modelled.strategy == key[0]) & (modelled.ranks == key[1]) & (modelled.bytes == key[2])]
         ratio, low, high, call = _model(group, mine)
         row.update(model_ratio=ratio, model_ratio_low=low, model_ratio_high=high, model_call=call)
@@ -113,14 +114,16 @@ def combine(rows: pd.DataFrame, state_of: dict[int, str], columns: list[str]) ->
     return pd.DataFrame(out, columns=columns + INTERVAL_COLUMNS)
 
 
-SHORT = {ls.FASTER: "faster", ls.SLOWER: "slower", ls.SAME: "indist.", ls.BIMODAL: "bimodal", ls.TOO_FEW: "too few"}
+SHORT = {ls.FASTER: "faster", ls.SLOWER: "slower", ls.SAME: "indist.", ls.BIMODAL: "bimodal", ls.TOO_FEW: "too few",
+         ls.CANNOT_TELL: "can't tell"}
 CELL = 26
 MAX_MODEL_LINES = 8
 
 
 def verdict_lines(table: pd.DataFrame) -> list[str]:
     """The verdict table as printed: one line per candidate, one cell per size (verdict, median
-    paired ratio blocking / candidate, its interval; indist. = indistinguishable)."""
+    paired ratio blocking / candidate, its interval; indist. = indistinguishable within the
+    margin), then a line stating the margin and the confidence."""
     from mpibench.base.units import human_bytes
 
     compared = table[table.verdict.notna()] if "verdict" in table else table.iloc[0:0]
@@ -139,6 +142,9 @@ def verdict_lines(table: pd.DataFrame) -> list[str]:
             cells.append(f"{SHORT.get(r.verdict, r.verdict)} {r.vs_blocking:.2f}x "
                          f"[{r.vs_blocking_low:.2f},{r.vs_blocking_high:.2f}]".rjust(CELL))
         lines.append(f"{name:<14}" + "".join(cells))
+    lines.append(f"# verdicts at {ls.CONFIDENCE:.0%} confidence against a margin of ±{ls.MARGIN:.0%}: indist. = "
+                 f"the ratio's interval lies within [{ls.band()[0]:.3f}, {ls.band()[1]:.3f}]; faster / slower = "
+                 f"wholly beyond it; can't tell = across an edge")
     return lines
 
 

@@ -61,9 +61,12 @@ def test_six_launches_in_two_states_combine_into_intervals_and_verdicts(tmp_path
     assert ring.time_max_s_low < 1e-3 < 1.4e-3 < ring.time_max_s_high  # both states inside the time's interval
     assert "fast" in ring.by_state and "slow" in ring.by_state
     assert ring.model_call == "flagged: slower than the model"  # measured twice the model in every launch
+    assert ring.margin_pct == 10.0 and 0 < ring.resolution_pct < 20
     blocking = table[table.strategy == "blocking"].iloc[0]
     assert pd.isna(blocking.verdict)  # the denominator is not compared with itself
-    assert any("faster" in line for line in verdict_lines(table))
+    lines = verdict_lines(table)
+    assert any("faster" in line for line in lines)
+    assert "95% confidence against a margin of ±10%" in lines[-1]
 
 
 def test_bench_launches_runs_the_job_twice_and_combines(tmp_path):

@@ -44,14 +44,65 @@ def test_a_known_shift_is_faster_or_slower(seed, shift, verdict):
     assert ls.compare(lognormal(rng, 6, shift, 0.05)).verdict == verdict
 
 
-def test_pure_noise_is_indistinguishable_nearly_always():
-    """Ratios with no true difference: the verdict claims a difference in few samples (sign test:
-    2/64 per sample with six launches, plus the clustering test's 5 %)."""
+def test_pure_noise_is_indistinguishable():
+    """No true difference and noise well inside the margin: equivalent, in every sample."""
     rng = np.random.default_rng(3)
-    verdicts = [ls.compare(lognormal(rng, 6, 1.0, 0.2)).verdict for _ in range(300)]
-    wrong = sum(v != ls.SAME for v in verdicts) / len(verdicts)
-    assert wrong < 0.12
+    verdicts = {ls.compare(lognormal(rng, 6, 1.0, 0.015)).verdict for _ in range(300)}
+    assert verdicts == {ls.SAME}
     assert ls.compare([1.0] * 6).verdict == ls.SAME
+
+
+def test_noise_wider_than_the_margin_cannot_tell_but_never_claims_a_difference_often():
+    """No true difference, noise of 20 %: the interval straddles the band's edges, so the call is
+    "cannot tell" (or bimodal); faster or slower needs all six launches beyond 1.1 (2/64 of samples
+    at most, less since the truth is 1, not the edge)."""
+    rng = np.random.default_rng(4)
+    verdicts = [ls.compare(lognormal(rng, 6, 1.0, 0.2)).verdict for _ in range(300)]
+    claims = sum(v in (ls.FASTER, ls.SLOWER) for v in verdicts) / len(verdicts)
+    assert claims < 0.02
+    assert verdicts.count(ls.CANNOT_TELL) > 0.8 * len(verdicts)
+
+
+def test_a_shift_inside_the_margin_is_indistinguishable():
+    """5 % faster in every launch is a real difference, but less than the margin: equivalent."""
+    rng = np.random.default_rng(8)
+    assert ls.compare(lognormal(rng, 6, 1.05, 0.01)).verdict == ls.SAME
+    assert ls.compare(lognormal(rng, 6, 1 / 1.05, 0.01)).verdict == ls.SAME
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_an_interval_across_an_edge_cannot_tell(seed):
+    rng = np.random.default_rng(seed)
+    sample = np.r_[lognormal(rng, 3, 1.05, 0.005), lognormal(rng, 3, 1.16, 0.005)]
+    got = ls.compare(sample)
+    assert got.ratio.low < 1.1 < got.ratio.high
+    assert got.verdict == ls.CANNOT_TELL  # the groups are only 10 % apart: not two states
+    assert got.resolution_pct == pytest.approx((got.ratio.high - got.ratio.low) / 2 / got.ratio.median * 100)
+
+
+def test_a_truth_on_the_edge_is_called_beyond_it_at_the_sign_tests_level():
+    """The decision's error rate: with the true median exactly at 1 + margin, "faster" needs every
+    one of six launches above it, probability 1/64 whatever the distribution."""
+    rng = np.random.default_rng(12)
+    calls = [ls.compare(1.1 * rng.lognormal(0.0, 0.3, 6)).verdict for _ in range(3000)]
+    rate = calls.count(ls.FASTER) / len(calls)
+    assert abs(rate - 1 / 64) < 0.01  # 3 sigma of 3000 draws is 0.7 %
+
+
+@pytest.mark.parametrize("margin, band", [(0.1, (1 / 1.1, 1.1)), (0.0, (1.0, 1.0)), (0.25, (0.8, 1.25))])
+def test_the_band_is_symmetric_on_the_log_scale(margin, band):
+    assert ls.band(margin) == pytest.approx(band)
+
+
+def test_a_negative_margin_is_refused():
+    with pytest.raises(ValueError):
+        ls.band(-0.1)
+
+
+def test_a_zero_margin_is_the_plain_sign_test():
+    """Without a margin the rule is the sign test: all six launches above 1 is faster."""
+    assert ls.compare([1.01, 1.02, 1.03, 1.02, 1.01, 1.04], margin=0.0).verdict == ls.FASTER
+    assert ls.compare([1.01, 1.02, 1.03, 1.02, 1.01, 1.04]).verdict == ls.SAME
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -84,8 +135,9 @@ def test_clusters_closer_than_the_minimum_gap_are_one_state():
     assert ls.clusters(sample)[0] == ()
 
 
-def test_fewer_than_six_launches_cannot_claim_a_difference():
+def test_fewer_than_six_launches_cannot_claim_anything():
     assert ls.compare([1.5, 1.6, 1.55, 1.52, 1.58]).verdict == ls.TOO_FEW
+    assert ls.compare([1.0, 1.0, 1.01, 0.99, 1.0]).verdict == ls.TOO_FEW  # nor equivalence
     assert ls.compare([]).verdict == ls.TOO_FEW
     assert ls.compare([None, float("nan")]).verdict == ls.TOO_FEW
 
@@ -123,7 +175,7 @@ def test_interval_contract(values, confidence):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(0.1, 10.0), min_size=1, max_size=12))
 def test_verdict_is_symmetric_under_inversion(ratios):
-    """Inverting every ratio swaps faster and slower and keeps the rest."""
+    """Inverting every ratio swaps faster and slower and keeps the rest (the band is symmetric)."""
     swap = {ls.FASTER: ls.SLOWER, ls.SLOWER: ls.FASTER}
     got, inverse = ls.compare(ratios).verdict, ls.compare([1 / r for r in ratios]).verdict
     assert inverse == swap.get(got, got)

@@ -9,6 +9,17 @@ round gives each candidate (IMB's convention) ``t_max = mean_k max_r t[r, k]``
 the 90th percentile and the coefficient of variation of ``t_max``, and the
 median over rounds of the per-round ratio to the blocking baseline (median of
 pairs: both halves of a ratio come from the same round).
+
+Every batch begins with ``warmup`` untimed calls of its own, run in the same
+loop as the timed ones (nothing checked in between). The first calls after a
+pause are the slowest of all: after another candidate's batch, the ranks'
+sleep while an anchor runs as its own job, or a check, the first call of a
+4 KiB batch took 10-200x the rest and the first two or three at 1-4 MiB
+several times (cold caches and TLB, idle cores woken), and
+IMB-MPI1 and OSU time only calls after their own warm-up inside the same
+launch. Warmed only once per size, every batch after the first paid that
+restart inside its figure (:mod:`benchmarks.vs_anchor` showed ``blocking``
+1.6-1.9x IMB-MPI1's time in the same rounds).
 """
 from __future__ import annotations
 
@@ -57,20 +68,23 @@ def spread(rounds: list[RoundTimes], errors: int | None) -> Spread:
                   float(np.median(t_max)), float(np.percentile(t_max, 90)), cv, tuple(t_max), errors)
 
 
-def timed_round(mpi: MPI.Comm, candidate, calls: int) -> tuple[RoundTimes, int | None]:
+def timed_round(mpi: MPI.Comm, candidate, calls: int, lead: int = 0) -> tuple[RoundTimes, int | None]:
     """One round of one candidate over the ranks: (times, wrong elements; None if not checked here).
 
-    A candidate timed outside these processes (an anchor) answers ``round_times`` itself."""
+    The batch runs ``lead + calls`` calls and keeps the times of the last ``calls``: the lead-in
+    warms this batch up in the same loop. A candidate timed outside these processes (an anchor,
+    which warms up inside its own launch) answers ``round_times`` itself."""
     if hasattr(candidate, "round_times"):
         return candidate.round_times(mpi, calls)
-    timed = candidate.time_calls(calls)
-    return over_ranks(mpi, timed.times_s), timed.wrong
+    timed = candidate.time_calls(lead + calls)
+    return over_ranks(mpi, timed.times_s[lead:]), timed.wrong
 
 
 def run_rounds(mpi: MPI.Comm, candidates: list, warmup: int, iterations: int, rounds: int) -> dict:
     """Warm every candidate up, then time ``rounds`` interleaved rounds: name -> :class:`Spread`.
 
-    An anchor warms up inside each of its own launches."""
+    Every batch is led in by ``warmup`` untimed calls (see the module's note); an anchor
+    warms up inside each of its own launches."""
     wrong = np.zeros(len(candidates), dtype=np.int64)
     checked = [not hasattr(c, "round_times") for c in candidates]
     for i, c in enumerate(candidates):
@@ -80,7 +94,7 @@ def run_rounds(mpi: MPI.Comm, candidates: list, warmup: int, iterations: int, ro
     for r in range(rounds):
         k = r % len(candidates)
         for i in list(range(k, len(candidates))) + list(range(k)):
-            times, bad = timed_round(mpi, candidates[i], iterations)
+            times, bad = timed_round(mpi, candidates[i], iterations, warmup)
             wrong[i] += bad or 0
             per[i].append(times)
     total = np.empty_like(wrong)
