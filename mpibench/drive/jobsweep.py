@@ -78,7 +78,7 @@ def plan_job_sweep(base: RunConfig, world, out: str, read_run_args: RunArgsReade
         return JobSweep()
     plan = SweepPlan(MAX_CASES, (world.Get_size(),), registered_strategies(), STEPS, base.seed, swarm=True)
     cases = plan.cases()
-    folders = [Path(out) / "sweep-cases" / c.case_id for c in cases]
+    folders = [Path(out).absolute() / "sweep-cases" / c.case_id for c in cases]  # printed commands: any folder
     if world.Get_rank() == 0:
         for case, folder in zip(cases, folders):
             write_case(case, folder)

@@ -7,12 +7,15 @@ so more ranks than cores start; ULFM; spawned replacements recoverable).
 :func:`preflight` starts a trivial job first, so a launcher that cannot start
 the jobs is reported as "could not run" instead of as every case failing. Every job runs in its own process group
 with a hard deadline: a job that passes it is killed as a group and reported
-as hung, never waited on forever. A driver that is interrupted kills the
+as hung, never waited on forever; a job that wrote its status (``exit-status.json``) but
+whose launcher has not ended :data:`LAUNCH_AFTER_STATUS_S` later is killed as a group too,
+said in one line, and its status is the one it wrote (:class:`StatusBound`). A driver that is interrupted kills the
 jobs it still runs (:func:`kill_all`) instead of leaving them behind. The job's stdout and stderr are kept in
 files beside its outputs, so a crash keeps its evidence.
 """
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -30,6 +33,11 @@ from mpibench.base.launch_command import command, driver_launch
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
 PREFLIGHT_TIMEOUT_S = 90.0
+# Once a job has written its status, its ranks' own bounds end them within 5 s (8 s at the
+# last resort: mpibench/cli/ending.py, base/folder_watch.py). A launcher still running this
+# long after the status (a launcher's teardown that never ends) is ended by the driver.
+LAUNCH_AFTER_STATUS_S = float(os.environ.get("MPIBENCH_LAUNCH_AFTER_STATUS_S", "8"))
+STATUS_NAME = "exit-status.json"
 
 
 class LaunchError(RuntimeError):
@@ -136,27 +144,68 @@ def tail(path: Path, chars: int = TAIL_CHARS) -> str:
     return text[-chars:]
 
 
+class StatusBound:
+    """Whether a launch outlived the status its job wrote: ``folders()`` gives the run
+    folders the job may write (its ``exit-status.json``); only a status written since
+    ``since`` (the launch's start) counts."""
+
+    def __init__(self, folders, since: float, bound_s: float | None = None):
+        self.folders, self.since = folders, since
+        self.bound_s = LAUNCH_AFTER_STATUS_S if bound_s is None else bound_s
+        self.code: int | None = None
+
+    def overdue(self) -> bool:
+        for folder in self.folders():
+            path = os.path.join(folder, STATUS_NAME)
+            try:
+                written = os.stat(path).st_mtime
+                with open(path) as fh:
+                    code = int(json.load(fh)["exit_status"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if written >= self.since and time.time() - written > self.bound_s:
+                self.code = code
+                return True
+        return False
+
+    def said(self) -> str:
+        return (f"mpibench: the launcher had not ended {self.bound_s:g} s after its job wrote its status "
+                f"({self.code}); ended it, the job's status stands\n")
+
+
+class _Overdue(Exception):
+    pass
+
+
 _LIVE: set[subprocess.Popen] = set()  # jobs still running, for kill_all
 _LIVE_LOCK = threading.Lock()
 
 
-def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None) -> JobResult:
+def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None, run_dir: Path | None = None) -> JobResult:
     """Run ``cmd`` with stdout/stderr in ``log_dir``; kill its process group at the deadline,
-    or as soon as ``stalled()`` (polled every second, if given) says it stopped making progress."""
+    or as soon as ``stalled()`` (polled every second, if given) says it stopped making progress,
+    or (``run_dir``: the job's run folder) once it outlived the status it wrote there."""
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.perf_counter()
+    bound = StatusBound(lambda: [str(run_dir)], time.time() - 1.0) if run_dir is not None else None
     with open(out_path, "w") as out, open(err_path, "w") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                 env=job_env(), start_new_session=True)
         with _LIVE_LOCK:
             _LIVE.add(proc)
         try:
-            code = _wait(proc, deadline_s, stalled)
+            code = _wait(proc, deadline_s, stalled, bound)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
             code = None
+        except _Overdue:
+            _kill_group(proc, grace_s=2.0)
+            proc.wait()
+            err.write(bound.said())
+            err.flush()
+            code = bound.code
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
@@ -171,29 +220,52 @@ LAUNCH_RETRY_PAUSE_S = 2.0
 
 
 def run_job_once_more_if_unstarted(cmd: list[str], log_dir: Path, deadline_s: float, started,
-                                   stalled=None) -> JobResult:
+                                   stalled=None, run_dir: Path | None = None) -> JobResult:
     """:func:`run_job`, run again once when it failed and ``started()`` says nothing of the
     job had begun (its output folder was never made). The first attempt's output is kept
     beside the second's (``*.first-launch.txt``)."""
-    job = run_job(cmd, log_dir, deadline_s, stalled)
+    job = run_job(cmd, log_dir, deadline_s, stalled, run_dir)
     if job.hung or job.returncode == 0 or started():
         return job
     for name in ("stdout.txt", "stderr.txt"):
         (log_dir / name).replace(log_dir / name.replace(".txt", ".first-launch.txt"))
     time.sleep(LAUNCH_RETRY_PAUSE_S)
-    return run_job(cmd, log_dir, deadline_s, stalled)
+    return run_job(cmd, log_dir, deadline_s, stalled, run_dir)
 
 
-def _wait(proc: subprocess.Popen, deadline_s: float, stalled) -> int:
-    if stalled is None:
+POLL_S = 0.5
+
+
+def _wait(proc: subprocess.Popen, deadline_s: float, stalled, bound: StatusBound | None = None) -> int:
+    """The job's status; TimeoutExpired at the deadline or once ``stalled()``, _Overdue once
+    ``bound`` says the launch outlived its job's status."""
+    if stalled is None and bound is None:
         return proc.wait(timeout=deadline_s)
-    end = time.monotonic() + deadline_s
+    end, stall_at = time.monotonic() + deadline_s, time.monotonic() + 1.0
     while True:
         try:
-            return proc.wait(timeout=max(0.0, min(1.0, end - time.monotonic())))
+            return proc.wait(timeout=max(0.0, min(POLL_S, end - time.monotonic())))
         except subprocess.TimeoutExpired:
-            if time.monotonic() >= end or stalled():
+            if time.monotonic() >= end:
                 raise
+            if stalled is not None and time.monotonic() >= stall_at:
+                stall_at = time.monotonic() + 1.0
+                if stalled():
+                    raise
+            if bound is not None and bound.overdue():
+                raise _Overdue() from None
+
+
+def wait_bounded(proc: subprocess.Popen, bound: StatusBound) -> int:
+    """``proc``'s status, or, once it outlived its job's status by ``bound``, that status
+    (the launcher killed, one line on stderr)."""
+    try:
+        return _wait(proc, float("inf"), None, bound)
+    except _Overdue:
+        _kill_launcher(proc)
+        sys.stderr.write(bound.said())
+        sys.stderr.flush()
+        return bound.code
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
@@ -214,6 +286,19 @@ def _kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
             except ProcessLookupError:
                 pass
             return
+
+
+def _kill_launcher(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
+    """End a launcher that shares this process's group (Ctrl-C reaches it with this one):
+    SIGTERM, then SIGKILL; its ranks see their launcher gone and end (base/orphan_guard.py)."""
+    for kill in (proc.terminate, proc.kill):
+        kill()
+        try:
+            proc.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
 
 
 def kill_all() -> None:
