@@ -66,3 +66,20 @@ def test_a_stuck_run_under_ulfm_ends_every_rank_with_status_1_and_one_line(tmp_p
     assert "Traceback" not in job.text
     # No rank outlived the launch (one left to its orphan guard would still be here: it polls once a second).
     assert not reap_survivors(job.tag, grace_s=0.5)
+
+
+@pytest.mark.mpi
+def test_a_member_hung_between_its_last_step_and_the_verdict_ends_the_job_with_status_1(tmp_path):
+    # Worker 1 hangs as it closes its history (the plant); the others wait for it in the
+    # barrier before the check, which has no deadline. The case's finish bound (3 s here,
+    # 60 s by default) ends every member with one line and status 1: never a pass, never for ever.
+    out = tmp_path / "run"
+    env = crash_env(MPIBENCH_TEST_HANG_AFTER_LOOP="1", MPIBENCH_FINISH_BUDGET_S="3")
+    env.pop("MPIBENCH_TEST_CRASH")
+    job = run_command([*FULL, str(VENV_BIN / "python"), "-m", "mpibench", "run", "--strategy", "ring", "--scenario",
+                       "none", "--steps", "4", "--out", str(out)], timeout=WITHIN_S, env=env, cwd=tmp_path)
+    assert job.returncode == 1, job.text[-3000:]
+    assert "stuck: the case did not finish after its last step" in job.stderr, job.text[-3000:]
+    assert "for 3 s" in job.stderr and "Traceback" not in job.text, job.text[-3000:]
+    assert not (out / "verdict.json").exists()  # nothing was judged: no verdict claimed
+    assert not reap_survivors(job.tag, grace_s=0.5)

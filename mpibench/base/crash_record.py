@@ -119,3 +119,21 @@ def stuck_rank(folder: str) -> str | None:
         return None
     except (OSError, ValueError, KeyError, TypeError):
         return "?"
+
+
+def note_left(folder: str) -> None:
+    """This process leaves on the crash's mark now (``crashes/left-PID``): the judge waits for
+    its peers to be gone before it ends itself, so that no launcher ends them first (MPICH's
+    kills its remaining processes with SIGKILL and then reports that signal as the status)."""
+    try:
+        with open(_path(folder, f"left-{os.getpid()}"), "w") as fh:
+            fh.write("")
+    except OSError:
+        pass
+
+
+def left_count(folder: str) -> int:
+    try:
+        return sum(name.startswith("left-") for name in os.listdir(os.path.join(folder, CRASHES_DIR)))
+    except OSError:
+        return 0

@@ -134,6 +134,8 @@ def _watch(folder: str, since: float) -> None:
 
 
 def _leave(code: int, why: str) -> None:
+    if why.startswith("a rank crashed"):
+        crash_record.note_left(run_folder())
     try:
         if not why.startswith("a rank crashed"):
             rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
