@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench.drive import launch
+from mpibench.drive import launch, status_bound
 from mpirun import run_command
 
 
@@ -82,7 +82,7 @@ def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path)
 def test_a_driver_ends_a_job_that_outlives_the_status_it_wrote(tmp_path, monkeypatch):
     # A stand-in job writes its status into its run folder and then never ends; the driver
     # kills it once the status is older than the bound and reports the status it wrote.
-    monkeypatch.setattr(launch, "LAUNCH_AFTER_STATUS_S", 1.0)
+    monkeypatch.setattr(status_bound, "LAUNCH_AFTER_STATUS_S", 1.0)
     run_dir = tmp_path / "run"
     job = [sys.executable, "-c", f"import json, os, time; os.makedirs({str(run_dir)!r}); "
            f"json.dump({{'exit_status': 4}}, open({str(run_dir / 'exit-status.json')!r}, 'w')); time.sleep(600)"]
@@ -92,7 +92,7 @@ def test_a_driver_ends_a_job_that_outlives_the_status_it_wrote(tmp_path, monkeyp
 
 
 def test_a_status_left_from_an_earlier_run_does_not_end_a_job(tmp_path, monkeypatch):
-    monkeypatch.setattr(launch, "LAUNCH_AFTER_STATUS_S", 0.5)
+    monkeypatch.setattr(status_bound, "LAUNCH_AFTER_STATUS_S", 0.5)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "exit-status.json").write_text('{"exit_status": 1}')

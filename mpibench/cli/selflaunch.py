@@ -75,7 +75,7 @@ def launch_main_job(ranks: int | None, args: list[str]) -> int:
 def _run(cmd: list[str], env: dict, fresh: "JobBegan", since: float) -> int:
     """One launch, its output on this terminal; its exit status (the job's own, when the
     launcher outlived the status its job wrote and was ended: drive/launch.py's bound)."""
-    from mpibench.drive.launch import StatusBound, wait_bounded
+    from mpibench.drive.status_bound import StatusBound, wait_bounded
 
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:

@@ -9,13 +9,12 @@ the jobs is reported as "could not run" instead of as every case failing. Every 
 with a hard deadline: a job that passes it is killed as a group and reported
 as hung, never waited on forever; a job that wrote its status (``exit-status.json``) but
 whose launcher has not ended :data:`LAUNCH_AFTER_STATUS_S` later is killed as a group too,
-said in one line, and its status is the one it wrote (:class:`StatusBound`). A driver that is interrupted kills the
+said in one line, and its status is the one it wrote (:mod:`.status_bound`). A driver that is interrupted kills the
 jobs it still runs (:func:`kill_all`) instead of leaving them behind. The job's stdout and stderr are kept in
 files beside its outputs, so a crash keeps its evidence.
 """
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -30,14 +29,11 @@ from pathlib import Path
 from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
 from mpibench.base.launch_command import command, driver_launch
 
+from .status_bound import Overdue, StatusBound
+
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
 PREFLIGHT_TIMEOUT_S = 90.0
-# Once a job has written its status, its ranks' own bounds end them within 5 s (8 s at the
-# last resort: mpibench/cli/ending.py, base/folder_watch.py). A launcher still running this
-# long after the status (a launcher's teardown that never ends) is ended by the driver.
-LAUNCH_AFTER_STATUS_S = float(os.environ.get("MPIBENCH_LAUNCH_AFTER_STATUS_S", "8"))
-STATUS_NAME = "exit-status.json"
 
 
 class LaunchError(RuntimeError):
@@ -144,39 +140,6 @@ def tail(path: Path, chars: int = TAIL_CHARS) -> str:
     return text[-chars:]
 
 
-class StatusBound:
-    """Whether a launch outlived the status its job wrote: ``folders()`` gives the run
-    folders the job may write (its ``exit-status.json``); only a status written since
-    ``since`` (the launch's start) counts."""
-
-    def __init__(self, folders, since: float, bound_s: float | None = None):
-        self.folders, self.since = folders, since
-        self.bound_s = LAUNCH_AFTER_STATUS_S if bound_s is None else bound_s
-        self.code: int | None = None
-
-    def overdue(self) -> bool:
-        for folder in self.folders():
-            path = os.path.join(folder, STATUS_NAME)
-            try:
-                written = os.stat(path).st_mtime
-                with open(path) as fh:
-                    code = int(json.load(fh)["exit_status"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            if written >= self.since and time.time() - written > self.bound_s:
-                self.code = code
-                return True
-        return False
-
-    def said(self) -> str:
-        return (f"mpibench: the launcher had not ended {self.bound_s:g} s after its job wrote its status "
-                f"({self.code}); ended it, the job's status stands\n")
-
-
-class _Overdue(Exception):
-    pass
-
-
 _LIVE: set[subprocess.Popen] = set()  # jobs still running, for kill_all
 _LIVE_LOCK = threading.Lock()
 
@@ -200,7 +163,7 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None, run_
             _kill_group(proc)
             proc.wait()
             code = None
-        except _Overdue:
+        except Overdue:
             _kill_group(proc, grace_s=2.0)
             proc.wait()
             err.write(bound.said())
@@ -237,7 +200,7 @@ POLL_S = 0.5
 
 
 def _wait(proc: subprocess.Popen, deadline_s: float, stalled, bound: StatusBound | None = None) -> int:
-    """The job's status; TimeoutExpired at the deadline or once ``stalled()``, _Overdue once
+    """The job's status; TimeoutExpired at the deadline or once ``stalled()``, Overdue once
     ``bound`` says the launch outlived its job's status."""
     if stalled is None and bound is None:
         return proc.wait(timeout=deadline_s)
@@ -253,19 +216,7 @@ def _wait(proc: subprocess.Popen, deadline_s: float, stalled, bound: StatusBound
                 if stalled():
                     raise
             if bound is not None and bound.overdue():
-                raise _Overdue() from None
-
-
-def wait_bounded(proc: subprocess.Popen, bound: StatusBound) -> int:
-    """``proc``'s status, or, once it outlived its job's status by ``bound``, that status
-    (the launcher killed, one line on stderr)."""
-    try:
-        return _wait(proc, float("inf"), None, bound)
-    except _Overdue:
-        _kill_launcher(proc)
-        sys.stderr.write(bound.said())
-        sys.stderr.flush()
-        return bound.code
+                raise Overdue() from None
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
@@ -286,19 +237,6 @@ def _kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
             except ProcessLookupError:
                 pass
             return
-
-
-def _kill_launcher(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
-    """End a launcher that shares this process's group (Ctrl-C reaches it with this one):
-    SIGTERM, then SIGKILL; its ranks see their launcher gone and end (base/orphan_guard.py)."""
-    for kill in (proc.terminate, proc.kill):
-        kill()
-        try:
-            proc.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-    proc.wait()
 
 
 def kill_all() -> None:
