@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Callable
 
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.launch_command import this_launch
 from mpibench.job.swarm import registered_strategies
 
 from .cases import OK, batch_case_job, judge, replay_command, write_case
-from .launch import JobResult, launcher_argv
+from .launch import JobResult
 from .sweep import SweepPlan, SweepSettings, summary_text, write_sweep_json, write_tables
 
 # Reads a ``run`` argument list as ``run`` does: (config, --out, --mutant).
@@ -85,7 +86,7 @@ def plan_job_sweep(base: RunConfig, world, out: str, read_run_args: RunArgsReade
     world.Barrier()  # the schedules exist before anyone reads them
     parsed = [read_run_args(c.run_args(f / "schedule.toml", f / "run")) for c, f in zip(cases, folders)]
     return JobSweep(plan, tuple(cases), [p[0] for p in parsed], [p[1] for p in parsed], seconds,
-                    tuple(launcher_argv()))
+                    tuple(this_launch().launcher))  # the launch this job runs under: its replays paste
 
 
 def judge_job_sweep(sweep: JobSweep, comm, out: str, results, until: float | None) -> int:
