@@ -44,6 +44,7 @@ class Job:
     stdout: str
     stderr: str
     out: Path | None
+    tag: str = ""  # every process of the launch carries it (processes_tagged)
 
     def csv(self, name: str) -> pd.DataFrame:
         return pd.read_csv(self.out / name, keep_default_na=False)
@@ -95,7 +96,7 @@ def _run_once(cmd: list[str], timeout: float, out: Path | None, cwd: Path | None
         left = reap_survivors(tag)
         raise AssertionError(f"timed out after {timeout} s: {' '.join(cmd)}\n{stdout[-3000:]}\n{stderr[-3000:]}"
                              + (f"\nstill running after the kill (now killed): {left}" if left else ""))
-    return Job(proc.returncode, stdout, stderr, out)
+    return Job(proc.returncode, stdout, stderr, out, tag)
 
 
 # Every process of a launch carries this variable (a launcher passes its environment to

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench.drive import launch
+from mpibench.drive import launch, status_bound
 from mpirun import run_command
 
 
@@ -77,3 +77,26 @@ def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path)
     text = stream.getvalue()
     assert code == 3, text
     assert "selftest could not run: 2 of 2 jobs never began their run" in text and "caught" not in text.split("\n", 1)[1]
+
+
+def test_a_driver_ends_a_job_that_outlives_the_status_it_wrote(tmp_path, monkeypatch):
+    # A stand-in job writes its status into its run folder and then never ends; the driver
+    # kills it once the status is older than the bound and reports the status it wrote.
+    monkeypatch.setattr(status_bound, "LAUNCH_AFTER_STATUS_S", 1.0)
+    run_dir = tmp_path / "run"
+    job = [sys.executable, "-c", f"import json, os, time; os.makedirs({str(run_dir)!r}); "
+           f"json.dump({{'exit_status': 4}}, open({str(run_dir / 'exit-status.json')!r}, 'w')); time.sleep(600)"]
+    result = launch.run_job(job, tmp_path / "log", deadline_s=300, run_dir=run_dir)
+    assert result.returncode == 4 and not result.hung, result
+    assert "the launcher had not ended 1 s after its job wrote its status (4); ended it" in result.stderr_tail
+
+
+def test_a_status_left_from_an_earlier_run_does_not_end_a_job(tmp_path, monkeypatch):
+    monkeypatch.setattr(status_bound, "LAUNCH_AFTER_STATUS_S", 0.5)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "exit-status.json").write_text('{"exit_status": 1}')
+    os.utime(run_dir / "exit-status.json", (1, 1))  # long before this launch
+    result = launch.run_job([sys.executable, "-c", "import time; time.sleep(3)"], tmp_path / "log",
+                            deadline_s=60, run_dir=run_dir)
+    assert result.returncode == 0 and "had not ended" not in result.stderr_tail

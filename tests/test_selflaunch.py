@@ -17,6 +17,9 @@ ACTS = {
     "began-then-died": 'mkdir -p "$out"; echo "{}" > "$out/run.json"; echo "rank died" >&2; exit 213',
     "verdict-1": "echo 'violation' ; exit 1",
     "ran": 'mkdir -p "$out"; echo "{}" > "$out/run.json"; echo "verdict: pass"; exit 0',
+    # The job wrote its verdict and status, and then its launcher never ends (a teardown stuck for ever).
+    "outlives-its-status": 'mkdir -p "$out"; echo "{}" > "$out/run.json"; echo "verdict: fail"; '
+                           'echo \'{"exit_status": 1}\' > "$out/exit-status.json"; exec sleep 600',
 }
 
 
@@ -53,3 +56,17 @@ def test_a_launch_that_began_nothing_is_tried_once_more(tmp_path, acts, status, 
     if acts[-1] == "ran":
         made = out if with_out else next(p for p in (tmp_path / "mpibench-out").iterdir())
         assert json.loads((made / "run.json").read_text()) == {}
+
+
+@pytest.mark.parametrize("with_out", [True, False])
+def test_a_launcher_that_outlives_its_jobs_status_is_ended_with_that_status(tmp_path, with_out):
+    # The bound is 1 s here (8 s by default); the stand-in would sleep 600 s.
+    out = tmp_path / "run"
+    env = {**mpi_env(), "MPIBENCH_MPIEXEC": stand_in(tmp_path, ["outlives-its-status"]),
+           "MPIBENCH_LAUNCH_AFTER_STATUS_S": "1"}
+    job = run_command([sys.executable, "-m", "mpibench", "--np", "2", *(["--out", str(out)] if with_out else [])],
+                      timeout=60, env=env, cwd=tmp_path)
+    assert job.returncode == 1, job.text
+    assert "mpibench: the launcher had not ended 1 s after its job wrote its status (1); ended it" in job.stderr, \
+        job.text
+    assert RETRY_LINE not in job.stderr

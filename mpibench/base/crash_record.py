@@ -3,7 +3,9 @@
 ``crashes/rank-R.json`` (rank, host, exception, message, traceback lines: the form
 :mod:`mpibench.check.crashes` reads), written whole or not at all; the first rank to
 claim ``crashes/judging`` judges the run, then writes ``crashes/ended``, on which
-every other rank leaves (:mod:`.folder_watch`).
+every other rank leaves (:mod:`.folder_watch`). A rank that found the run stuck (a peer
+gave no answer and nothing recovers) claims ``crashes/stuck.json`` the same way: the
+first to claim it says so, and every other rank leaves on it with status 1.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import asdict, dataclass
 CRASHES_DIR = "crashes"
 ENDED = "ended"  # written once the crash has been judged: the other ranks leave
 JUDGING = "judging"  # created exclusively by the one rank that judges
+STUCK = "stuck.json"  # created exclusively by the first rank that found the run stuck
 
 
 @dataclass(frozen=True)
@@ -90,3 +93,47 @@ def records_older_than(folder: str, age_s: float) -> bool:
     except (OSError, ValueError):
         return False
     return oldest is not None and time.time() - oldest > age_s
+
+
+def claim_stuck(folder: str, rank: int, message: str) -> bool:
+    """True for the first rank to say the run is stuck (it writes who and why); False when
+    another rank said so first (or the folder cannot take the mark: the caller's abort stays)."""
+    try:
+        os.makedirs(os.path.join(folder, CRASHES_DIR), exist_ok=True)
+        fd = os.open(_path(folder, STUCK), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"rank": rank, "message": message}, fh)
+    return True
+
+
+def stuck_rank(folder: str) -> str | None:
+    """The rank that said the run is stuck ("?" while its mark is being written), None if none."""
+    try:
+        with open(_path(folder, STUCK), encoding="utf-8") as fh:
+            return str(json.load(fh)["rank"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"
+
+
+def note_left(folder: str) -> None:
+    """This process leaves on the crash's mark now (``crashes/left-PID``): the judge waits for
+    its peers to be gone before it ends itself, so that no launcher ends them first (MPICH's
+    kills its remaining processes with SIGKILL and then reports that signal as the status)."""
+    try:
+        with open(_path(folder, f"left-{os.getpid()}"), "w") as fh:
+            fh.write("")
+    except OSError:
+        pass
+
+
+def left_count(folder: str) -> int:
+    try:
+        return sum(name.startswith("left-") for name in os.listdir(os.path.join(folder, CRASHES_DIR)))
+    except OSError:
+        return 0

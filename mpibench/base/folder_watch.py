@@ -13,6 +13,9 @@ thread in each rank a launcher started looks four times a second for:
   nobody claimed to judge for :data:`JUDGE_WAIT_S` (its rank died first), or a claim
   older than :data:`JUDGING_LIMIT_S` (the judge died), ends the rank too; the judging
   process itself is never ended by these;
+- ``crashes/stuck.json``: a rank found the run stuck (a peer gave no answer within the
+  deadline and no recovery absorbs it) and said so; this rank leaves at once with
+  status 1 (under ``--with-ft ulfm`` that rank's ``MPI_Abort`` ends it alone);
 - ``exit-status.json``: the rank that judged the run has finished its body (verdict,
   page) and wrote the job's status; this rank leaves with that status if it has not
   left :data:`AFTER_STATUS_S` later;
@@ -31,7 +34,7 @@ import threading
 import time
 
 from . import crash_record
-from .exits import EXIT_COULD_NOT_RUN
+from .exits import EXIT_COULD_NOT_RUN, EXIT_VIOLATION
 
 STATUS_FILE = "exit-status.json"
 VERDICT_FILE = "verdict.json"
@@ -119,6 +122,9 @@ def _watch(folder: str, since: float) -> None:
         time.sleep(POLL_S)
         if _crash_says_leave(folder):
             _leave(EXIT_COULD_NOT_RUN, "a rank crashed")
+        stuck = crash_record.stuck_rank(folder)
+        if stuck is not None:
+            _leave(EXIT_VIOLATION, f"rank {stuck} found the run stuck")
         at = _written_since(status, since)
         if at is not None and time.time() - at > AFTER_STATUS_S:
             _leave(_status_in(status), f"the job's status was known {AFTER_STATUS_S:g} s ago")
@@ -128,6 +134,8 @@ def _watch(folder: str, since: float) -> None:
 
 
 def _leave(code: int, why: str) -> None:
+    if why.startswith("a rank crashed"):
+        crash_record.note_left(run_folder())
     try:
         if not why.startswith("a rank crashed"):
             rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")

@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+from mpibench.base.exits import EXIT_VIOLATION
+
 # The exit agreement and MPI_Finalize take well under a second when every peer is there;
 # a job leaves within 10 s of its verdict (the other ranks' bound: base/folder_watch.py).
 EXIT_GRACE_S = float(os.environ.get("MPIBENCH_EXIT_GRACE_S", "5"))
@@ -38,13 +40,27 @@ def bound_exit(code: int, grace_s: float = EXIT_GRACE_S, last_resort_s: float = 
 
 def stuck_exit(exc: BaseException, rank: int) -> None:
     """A peer gave no answer within the run's deadline and nothing recovers from that here:
-    one line for the job (the first rank to see it aborts the others), then exit 1."""
+    one line for the job, then every rank ends with status 1.
+
+    The first rank to find it claims the run folder's stuck mark and speaks; every other
+    rank leaves on that mark (its folder watch, or here when it finds the run stuck too),
+    since under ``--with-ft ulfm`` the abort ends the rank that calls it only. Before the
+    folder is open, the lowest rank that saw it speaks and its abort ends the rest."""
     from mpi4py import MPI
 
-    # The lowest rank that saw it speaks; its abort ends the rest before their turn comes.
-    # 0.2 s per rank was too short under load: a second rank spoke before the abort reached it.
-    time.sleep(STUCK_STAGGER_S * min(rank, 10))
+    from mpibench.base.crash_record import claim_stuck
+    from mpibench.base.folder_watch import run_folder
+
+    folder = run_folder()
+    if folder is None:
+        # 0.2 s per rank was too short under load: a second rank spoke before the abort reached it.
+        time.sleep(STUCK_STAGGER_S * min(rank, 10))
+    elif not claim_stuck(folder, rank, str(exc)):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_VIOLATION)  # another rank said it first; its mark ends the rest
     sys.stderr.write(f"stuck: rank {rank}: {exc}; the run cannot go on (a larger --deadline-s "
                      f"gives slow peers more time)\n")
     sys.stderr.flush()
-    MPI.COMM_WORLD.Abort(1)
+    MPI.COMM_WORLD.Abort(EXIT_VIOLATION)
+    os._exit(EXIT_VIOLATION)

@@ -1,6 +1,8 @@
 """The options ``run`` and the main job share, ``--out``/``--force``, and how they become a config."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from mpibench.base.config import RunConfig, UsageError
@@ -108,6 +110,8 @@ def config_from(strategy: str, scenario: str, **kw) -> RunConfig:
     kw["bucket_bytes"] = parse_size(str(kw["bucket_bytes"]))
     kw.pop("out", None)
     kw.pop("force", None)
+    if scenario.endswith(".toml"):  # a schedule file: named so that every replay finds it from any folder
+        scenario = os.path.abspath(scenario)
     config = RunConfig(strategy=strategy, scenario=scenario, **kw)
     config.check_values()
     return config

@@ -58,12 +58,13 @@ def launch_main_job(ranks: int | None, args: list[str]) -> int:
     env = job_env()
     env[STARTED_HERE] = "1"
     since, fresh = time.time() - MTIME_SLACK_S, JobBegan(args)
-    code = _run(cmd, env)
+    code = _run(cmd, env, fresh, since)
     if not EXIT_OK <= code <= EXIT_PARTIAL and not fresh.began(since):
         print(f"mpibench: the launcher ended with status {code} before the job began (no run.json was "
               f"written); trying once more", file=sys.stderr, flush=True)
         time.sleep(RETRY_PAUSE_S)
-        code = _run(cmd, env)
+        since = time.time() - MTIME_SLACK_S
+        code = _run(cmd, env, fresh, since)
     if EXIT_OK <= code <= EXIT_PARTIAL:
         return code
     print(f"mpibench: could not run: the launcher ended with status {code} before the job could report "
@@ -71,11 +72,14 @@ def launch_main_job(ranks: int | None, args: list[str]) -> int:
     return EXIT_COULD_NOT_RUN
 
 
-def _run(cmd: list[str], env: dict) -> int:
-    """One launch, its output on this terminal; its exit status."""
+def _run(cmd: list[str], env: dict, fresh: "JobBegan", since: float) -> int:
+    """One launch, its output on this terminal; its exit status (the job's own, when the
+    launcher outlived the status its job wrote and was ended: drive/launch.py's bound)."""
+    from mpibench.drive.status_bound import StatusBound, wait_bounded
+
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:
-        return proc.wait()
+        return wait_bounded(proc, StatusBound(fresh.candidates, since))
     except KeyboardInterrupt:  # the launcher got the same Ctrl-C; give it time to end its ranks
         _stop(proc)
         raise
@@ -97,6 +101,11 @@ class JobBegan:
             return {self.out} if os.path.isdir(self.out) else set()
         parent = DEFAULT_PARENT
         return {os.path.join(parent, n) for n in os.listdir(parent)} if os.path.isdir(parent) else set()
+
+    def candidates(self) -> list[str]:
+        """The folders this launch's job may be writing: ``--out``, else the new ones."""
+        now = self._folders()
+        return sorted(now if self.out is not None else now - self.before)
 
     def began(self, since: float) -> bool:
         now = self._folders()

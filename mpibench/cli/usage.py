@@ -96,7 +96,8 @@ def abort_job(exc: BaseException) -> None:
     sys.stderr.write("".join(f"{prefix} {line}\n" for line in
                              "".join(traceback.format_exception(exc)).splitlines()))
     sys.stderr.flush()
-    status = end_after_crash(exc, rank, host, say=lambda line: print(line, flush=True))
+    status = end_after_crash(exc, rank, host, say=lambda line: print(line, flush=True),
+                             world_size=MPI.COMM_WORLD.Get_size())
     code = EXIT_VIOLATION if status is None else status
     # Open MPI under --with-ft ulfm ends only this rank on an abort; leave even if it returns or waits.
     threading.Timer(ABORT_GRACE_S, os._exit, (code,)).start()

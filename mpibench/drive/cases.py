@@ -121,7 +121,7 @@ def run_case(case: Case, folder: Path, mpiexec: list[str], deadline_s: float) ->
     schedule_path = write_case(case, folder)
     out_dir = folder / "run"
     cmd = mpibench_command(mpiexec, case.workers, case.run_args(schedule_path, out_dir))
-    job = run_job_once_more_if_unstarted(cmd, folder, deadline_s, started=out_dir.exists)
+    job = run_job_once_more_if_unstarted(cmd, folder, deadline_s, started=out_dir.exists, run_dir=out_dir)
     return judge(case, out_dir, job, replay_command(mpiexec, case, folder))
 
 

@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Callable
 
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.launch_command import this_launch
 from mpibench.job.swarm import registered_strategies
 
 from .cases import OK, batch_case_job, judge, replay_command, write_case
-from .launch import JobResult, launcher_argv
+from .launch import JobResult
 from .sweep import SweepPlan, SweepSettings, summary_text, write_sweep_json, write_tables
 
 # Reads a ``run`` argument list as ``run`` does: (config, --out, --mutant).
@@ -78,14 +79,14 @@ def plan_job_sweep(base: RunConfig, world, out: str, read_run_args: RunArgsReade
         return JobSweep()
     plan = SweepPlan(MAX_CASES, (world.Get_size(),), registered_strategies(), STEPS, base.seed, swarm=True)
     cases = plan.cases()
-    folders = [Path(out) / "sweep-cases" / c.case_id for c in cases]
+    folders = [Path(out).absolute() / "sweep-cases" / c.case_id for c in cases]  # printed commands: any folder
     if world.Get_rank() == 0:
         for case, folder in zip(cases, folders):
             write_case(case, folder)
     world.Barrier()  # the schedules exist before anyone reads them
     parsed = [read_run_args(c.run_args(f / "schedule.toml", f / "run")) for c, f in zip(cases, folders)]
     return JobSweep(plan, tuple(cases), [p[0] for p in parsed], [p[1] for p in parsed], seconds,
-                    tuple(launcher_argv()))
+                    tuple(this_launch().launcher))  # the launch this job runs under: its replays paste
 
 
 def judge_job_sweep(sweep: JobSweep, comm, out: str, results, until: float | None) -> int:

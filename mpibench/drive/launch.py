@@ -7,7 +7,9 @@ so more ranks than cores start; ULFM; spawned replacements recoverable).
 :func:`preflight` starts a trivial job first, so a launcher that cannot start
 the jobs is reported as "could not run" instead of as every case failing. Every job runs in its own process group
 with a hard deadline: a job that passes it is killed as a group and reported
-as hung, never waited on forever. A driver that is interrupted kills the
+as hung, never waited on forever; a job that wrote its status (``exit-status.json``) but
+whose launcher has not ended :data:`LAUNCH_AFTER_STATUS_S` later is killed as a group too,
+said in one line, and its status is the one it wrote (:mod:`.status_bound`). A driver that is interrupted kills the
 jobs it still runs (:func:`kill_all`) instead of leaving them behind. The job's stdout and stderr are kept in
 files beside its outputs, so a crash keeps its evidence.
 """
@@ -26,6 +28,8 @@ from pathlib import Path
 
 from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
 from mpibench.base.launch_command import command, driver_launch
+
+from .status_bound import Overdue, StatusBound
 
 TAIL_CHARS = 8000  # enough to reach past a native backtrace to the signal line
 
@@ -140,23 +144,31 @@ _LIVE: set[subprocess.Popen] = set()  # jobs still running, for kill_all
 _LIVE_LOCK = threading.Lock()
 
 
-def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None) -> JobResult:
+def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None, run_dir: Path | None = None) -> JobResult:
     """Run ``cmd`` with stdout/stderr in ``log_dir``; kill its process group at the deadline,
-    or as soon as ``stalled()`` (polled every second, if given) says it stopped making progress."""
+    or as soon as ``stalled()`` (polled every second, if given) says it stopped making progress,
+    or (``run_dir``: the job's run folder) once it outlived the status it wrote there."""
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.perf_counter()
+    bound = StatusBound(lambda: [str(run_dir)], time.time() - 1.0) if run_dir is not None else None
     with open(out_path, "w") as out, open(err_path, "w") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                 env=job_env(), start_new_session=True)
         with _LIVE_LOCK:
             _LIVE.add(proc)
         try:
-            code = _wait(proc, deadline_s, stalled)
+            code = _wait(proc, deadline_s, stalled, bound)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
             code = None
+        except Overdue:
+            _kill_group(proc, grace_s=2.0)
+            proc.wait()
+            err.write(bound.said())
+            err.flush()
+            code = bound.code
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
@@ -171,29 +183,40 @@ LAUNCH_RETRY_PAUSE_S = 2.0
 
 
 def run_job_once_more_if_unstarted(cmd: list[str], log_dir: Path, deadline_s: float, started,
-                                   stalled=None) -> JobResult:
+                                   stalled=None, run_dir: Path | None = None) -> JobResult:
     """:func:`run_job`, run again once when it failed and ``started()`` says nothing of the
     job had begun (its output folder was never made). The first attempt's output is kept
     beside the second's (``*.first-launch.txt``)."""
-    job = run_job(cmd, log_dir, deadline_s, stalled)
+    job = run_job(cmd, log_dir, deadline_s, stalled, run_dir)
     if job.hung or job.returncode == 0 or started():
         return job
     for name in ("stdout.txt", "stderr.txt"):
         (log_dir / name).replace(log_dir / name.replace(".txt", ".first-launch.txt"))
     time.sleep(LAUNCH_RETRY_PAUSE_S)
-    return run_job(cmd, log_dir, deadline_s, stalled)
+    return run_job(cmd, log_dir, deadline_s, stalled, run_dir)
 
 
-def _wait(proc: subprocess.Popen, deadline_s: float, stalled) -> int:
-    if stalled is None:
+POLL_S = 0.5
+
+
+def _wait(proc: subprocess.Popen, deadline_s: float, stalled, bound: StatusBound | None = None) -> int:
+    """The job's status; TimeoutExpired at the deadline or once ``stalled()``, Overdue once
+    ``bound`` says the launch outlived its job's status."""
+    if stalled is None and bound is None:
         return proc.wait(timeout=deadline_s)
-    end = time.monotonic() + deadline_s
+    end, stall_at = time.monotonic() + deadline_s, time.monotonic() + 1.0
     while True:
         try:
-            return proc.wait(timeout=max(0.0, min(1.0, end - time.monotonic())))
+            return proc.wait(timeout=max(0.0, min(POLL_S, end - time.monotonic())))
         except subprocess.TimeoutExpired:
-            if time.monotonic() >= end or stalled():
+            if time.monotonic() >= end:
                 raise
+            if stalled is not None and time.monotonic() >= stall_at:
+                stall_at = time.monotonic() + 1.0
+                if stalled():
+                    raise
+            if bound is not None and bound.overdue():
+                raise Overdue() from None
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:

@@ -9,19 +9,27 @@ folder was open has nothing to judge and leaves it to the caller's abort.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
-from mpibench.base.crash_record import CrashRecord, claim_judging, is_ended, mark_ended, write_record
+from mpibench.base.crash_record import (CrashRecord, claim_judging, is_ended, left_count, mark_ended, note_left,
+                                        write_record)
 from mpibench.base.folder_watch import JUDGING_LIMIT_S, POLL_S, judging_crash_here, run_folder
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
 
-SURVIVORS_LEAVE_S = 4 * POLL_S  # time the other ranks get to see the mark before the abort
+SURVIVORS_SEE_S = 4 * POLL_S  # time the other ranks get to see the mark before the abort
+# With the world's size known, the judge waits until every other process said it left on the
+# mark (crashes/left-PID), at most this long (a killed rank never says so). A fixed second was
+# too short under load: MPICH's launcher SIGKILLed a rank still leaving and reported status 9.
+SURVIVORS_LEAVE_S = 4.0
 
 
-def end_after_crash(exc: BaseException, rank: int, host: str, say=print) -> int | None:
+def end_after_crash(exc: BaseException, rank: int, host: str, say=print, world_size: int | None = None) -> int | None:
     """Record, judge and announce this rank's crash; the job's status (3), or None when
-    no run folder is open yet (nothing to judge: the caller aborts as it would)."""
+    no run folder is open yet (nothing to judge: the caller aborts as it would).
+    ``world_size``: the processes a launcher started with this one (their leaving is
+    waited for); None: give them a fixed moment (the simulated engine's processes)."""
     folder = run_folder()
     if folder is None:
         return None
@@ -33,6 +41,11 @@ def end_after_crash(exc: BaseException, rank: int, host: str, say=print) -> int 
         return None
     if not claim_judging(folder):  # another rank crashed first and judges; wait for its word
         _wait_until(lambda: is_ended(folder), JUDGING_LIMIT_S)
+        if world_size is not None:  # leave as the other ranks do, without an abort that would end the judge
+            note_left(folder)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_COULD_NOT_RUN)
         return EXIT_COULD_NOT_RUN
     judging_crash_here()
     say(f"crash: rank {rank} ({host}): {record.exception}: {record.message}")
@@ -42,7 +55,10 @@ def end_after_crash(exc: BaseException, rank: int, host: str, say=print) -> int 
     mark_ended(folder)
     say(f"mpibench: rank {rank} crashed; the job ends now (exit {status}; full traceback above, "
         f"record in {folder}/crashes/)")
-    time.sleep(SURVIVORS_LEAVE_S)
+    if world_size is None:
+        time.sleep(SURVIVORS_SEE_S)
+    else:
+        _wait_until(lambda: left_count(folder) >= world_size - 1, SURVIVORS_LEAVE_S)
     return status
 
 

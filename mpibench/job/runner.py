@@ -12,6 +12,7 @@ from mpibench.engine.data import make_dataset, make_shards
 from mpibench.engine.history import History, NoHistory, case_id, schedule_data, write_case
 from mpibench.base.records import RunRecords
 from mpibench.engine.summary import Summary
+from mpibench.engine.watchdog import StepWatchdog
 from mpibench.engine.worker import Trainer
 
 
@@ -186,6 +187,8 @@ def train_and_finish(trainer: Trainer, first_step: int = 0, folder: str | None =
     except RunStuck as exc:  # uniform: every member reached the same verdict
         error = str(exc)
         trainer.recovery.fresh_control(trainer)  # the last attempt revoked the old one
+    bound = StepWatchdog(FINISH_BUDGET_S, abort=_finish_stuck)
+    bound.arm(trainer.step_no, trainer.comm.worker_ids)
     trainer.close_history()
     try:
         trainer.comm.mpi.Barrier()  # every live member's history is complete before it is checked
@@ -194,6 +197,7 @@ def train_and_finish(trainer: Trainer, first_step: int = 0, folder: str | None =
     if trainer.comm.rank == 0 and folder is not None:
         online_check(folder, trainer.summary)
     summary = trainer.comm.mpi.bcast(trainer.summary if trainer.comm.rank == 0 else None, root=0)
+    bound.disarm()
     if error:
         summary.error = error
     if trainer.strategy is not None:
@@ -206,6 +210,24 @@ def train_and_finish(trainer: Trainer, first_step: int = 0, folder: str | None =
 
 
 SHOWN_VIOLATIONS = 10
+# From its last step to its summary a case's members wait on one another (a barrier, the
+# first member's check of the history, a broadcast) with no deadline of their own: a member
+# hung there would hold the job before its verdict for ever. Generous: the first member
+# checks the case's whole history meanwhile (well under a second per case here).
+FINISH_BUDGET_S = float(os.environ.get("MPIBENCH_FINISH_BUDGET_S", "60"))
+
+
+def _finish_stuck(message: str) -> None:
+    """Every member's own bound ends it: one line each, status 1 (never a pass)."""
+    import sys
+
+    from mpibench.base.runinfo import this_host
+
+    sys.stderr.write(f"[{MPI.COMM_WORLD.Get_rank()}@{this_host()}] stuck: the case did not finish after its "
+                     f"last step (the watch from its last step: {message})\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(1)
 
 
 def online_check(folder: str, summary: Summary) -> None:

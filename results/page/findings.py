@@ -101,7 +101,7 @@ def ledger_table() -> str:
         return f'<p class="missing">The findings ledger could not be read: {esc(exc)}</p>'
     rows = []
     for f in entries:
-        replay = f"<br>replay: <code>{esc(f.replay)}</code>" if f.replay else ""
+        replay = f"<br>replay: <code>{esc(ledger.pasteable(f.replay))}</code>" if f.replay else ""
         rows.append(f'<tr><td class="status {esc(f.status.replace(" ", "-"))}">{esc(f.status)}</td>'
                     f"<td><strong>{esc(f.title)}</strong><br><small>found by {esc(f.found_by)}{replay}</small></td>"
                     f"<td><small>{esc(f.area)}</small></td><td><small>{esc(f.where)}</small></td></tr>")
