@@ -137,6 +137,8 @@ def _run(launcher, tmp_path, name, args, partition=None, timeout_s=90):
 
 def _rows(out: Path, name: str) -> pd.DataFrame:
     frame = pd.read_csv(out / name, keep_default_na=False, dtype=str)
+    if "scenario" in frame.columns:  # a schedule file is recorded by its absolute path: each run has its own copy
+        frame["scenario"] = frame["scenario"].map(lambda s: Path(s).name if s.endswith(".toml") else s)
     return frame[[c for c in frame.columns if not c.endswith("_s")]]
 
 

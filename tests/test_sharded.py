@@ -149,9 +149,9 @@ def test_every_named_scenario_passes_under_both_sharded_strategies_and_recoverie
 def test_the_exhaustive_plan_kills_in_the_all_gather_only_for_sharded_strategies():
     sharded = ExhaustivePlan(workers=(3,), strategies=("zero-ring",), pairs=False)
     plain = ExhaustivePlan(workers=(3,), strategies=("ring",), pairs=False)
-    gather = [k for k in sharded.kill_points(3) if k.phase == "mid_gather"]
+    gather = [k for k in sharded.kill_points(3, "zero-ring") if k.phase == "mid_gather"]
     assert sorted({k.messages for k in gather}) == [1, 2] and not any(
-        k.phase == "mid_gather" for k in plain.kill_points(3))
+        k.phase == "mid_gather" for k in plain.kill_points(3, "ring"))
     assert sharded.count() == plain.count() + 3 * 3 * 2  # workers x fault steps x all-gather messages
 
 
