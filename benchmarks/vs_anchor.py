@@ -90,8 +90,8 @@ def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]
     # recombined from the launch folders, so a driver stopped before its own tables still counts
     folders = [os.path.join(out, f) for f in sorted(os.listdir(out))
                if f.startswith("launch-") and os.path.exists(os.path.join(out, f, "bench.csv"))]
-    rows, prints = read_launches(folders)
-    table = combine(rows, states(prints), BENCH_COLUMNS)
+    per_launch, prints = read_launches(folders)
+    table = combine(per_launch, states(prints), BENCH_COLUMNS)
     lines = [f"{'size':>8} {'blocking/anchor':>15} {'95 % interval':>15}  {'verdict':<18} by launch state"]
     ok, rows = True, []
     for r in table[table.strategy == "anchor"].sort_values("bytes").itertuples(index=False):
@@ -99,13 +99,36 @@ def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]
         # vs_blocking of the anchor row is blocking / anchor; its inverse is the anchor's time over blocking's
         within = r.verdict == "indistinguishable" or all(abs(m - 1) <= tolerance for m in state_medians)
         ok &= within
+        floor = floor_over_anchor(per_launch, int(r.bytes))
         rows.append({"bytes": int(r.bytes), "blocking_over_anchor": r.vs_blocking, "low": r.vs_blocking_low,
                      "high": r.vs_blocking_high, "margin_pct": r.margin_pct, "resolution_pct": r.resolution_pct,
-                     "verdict": r.verdict, "by_state": r.by_state, "launches": r.launches, "within": within})
+                     "verdict": r.verdict, "by_state": r.by_state, "launches": r.launches, "within": within,
+                     "c_floor_over_anchor": floor.ratio.median, "c_floor_low": floor.ratio.low,
+                     "c_floor_high": floor.ratio.high, "c_floor_verdict": floor.verdict})
         lines.append(f"{human_bytes(int(r.bytes)):>8} {r.vs_blocking:15.2f} "
                      f"{f'[{r.vs_blocking_low:.2f}, {r.vs_blocking_high:.2f}]':>15}  {r.verdict:<18} "
-                     f"{r.by_state}  {'yes' if within else 'NO'}")
+                     f"{r.by_state}  {'yes' if within else 'NO'}   c_floor/anchor {floor.ratio.median:.2f} "
+                     f"[{floor.ratio.low:.2f}, {floor.ratio.high:.2f}] {floor.verdict}")
     return lines, ok, rows
+
+
+def floor_over_anchor(per_launch, size_bytes: int):
+    """The like-for-like pair: the C loop's time over the anchor's, paired inside each launch.
+
+    Both are C loops of ``MPI_Allreduce``; ``blocking`` adds mpi4py's per-call cost, which at
+    small sizes is a large part of a call. Each row's ``vs_blocking`` is blocking / row, so per
+    launch the time ratio c_floor / anchor = (blocking / anchor) / (blocking / c_floor); its
+    verdict reads as the anchor's against the C loop, as ``blocking_over_anchor``'s reads as
+    the anchor's against blocking ("faster": the anchor takes less time)."""
+    from mpibench.results.launchstats import compare
+
+    ratios = []
+    measured = per_launch[(per_launch.bytes == size_bytes) & (per_launch.get("tag", "measured") == "measured")]
+    for _, launch in measured.groupby("launch"):
+        by = launch.set_index("strategy").vs_blocking
+        if {"anchor", "c_floor"} <= set(by.index) and by["c_floor"] > 0:
+            ratios.append(float(by["anchor"]) / float(by["c_floor"]))
+    return compare(ratios)
 
 
 def figures(out: str) -> dict[tuple[str, int], float]:

@@ -1,0 +1,46 @@
+"""benchmarks/vs_anchor.py's like-for-like pair: the C loop against the anchor, paired per launch."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import vs_anchor  # noqa: E402
+
+
+def launches(anchor_us: list[float], floor_us: list[float], blocking_us: list[float], size: int = 4096):
+    """bench --launches' per-launch rows: each row's vs_blocking is blocking / row."""
+    rows = []
+    for n, (a, f, b) in enumerate(zip(anchor_us, floor_us, blocking_us), start=1):
+        for name, t in (("anchor", a), ("c_floor", f), ("blocking", b)):
+            rows.append({"launch": n, "strategy": name, "bytes": size, "tag": "measured", "vs_blocking": b / t})
+    return pd.DataFrame(rows)
+
+
+def test_the_floor_over_the_anchor_is_paired_inside_each_launch():
+    # Launch states 4x apart move every row of a launch together: paired, the ratio stays 1.
+    anchor = [1.7, 6.8, 1.7, 6.8, 1.7, 6.8]
+    got = vs_anchor.floor_over_anchor(launches(anchor, anchor, [a * 1.6 for a in anchor]), 4096)
+    assert got.ratio.median == pytest.approx(1.0)
+    assert got.verdict == "indistinguishable"
+
+
+def test_a_slower_floor_shows_whatever_blocking_does():
+    # The verdict reads as the anchor's against the C loop (as blocking_over_anchor's does against
+    # blocking): the anchor is faster here, and blocking's own ratio does not hide it.
+    anchor = [1.7, 1.8, 1.75, 1.7, 1.72, 1.78]
+    floor = [a * 1.5 for a in anchor]
+    got = vs_anchor.floor_over_anchor(launches(anchor, floor, [a * 1.6 for a in anchor]), 4096)
+    assert got.ratio.median == pytest.approx(1.5)
+    assert got.verdict == "faster"
+
+
+def test_other_sizes_and_modelled_rows_are_left_out():
+    frame = launches([1.0] * 6, [2.0] * 6, [3.0] * 6, size=4096)
+    other = launches([1.0] * 6, [1.0] * 6, [1.0] * 6, size=65536)
+    modelled = launches([1.0] * 6, [9.0] * 6, [1.0] * 6).assign(tag="modelled")
+    got = vs_anchor.floor_over_anchor(pd.concat([frame, other, modelled]), 4096)
+    assert got.ratio.median == pytest.approx(2.0) and got.ratio.n == 6
