@@ -32,54 +32,11 @@ from mpibench.sync.comm import Comm
 
 from .calibrate_bands import MORE_HOW, more_figures
 from .hostload import HostLoad, busiest, host_cores
+from .pingpong import PING_SIZES_BYTES, ping_pong
 from .timing import blas_one_thread, fit_alpha_beta, fit_line, idle_until_released
 
-PING_SIZES_BYTES = (8, 1 << 10, 16 << 10, 256 << 10, 1 << 20)
 GAMMA_CACHE_BYTES = 64 << 10
 GAMMA_MEMORY_BYTES = 16 << 20
-
-
-# ----------------------------------------------------------------------------- alpha, beta
-def _iterations(nbytes: int) -> int:
-    return 200 if nbytes <= 16 << 10 else 40
-
-
-def ping_pong(world: MPI.Comm, work=None, sizes=PING_SIZES_BYTES) -> list[tuple[int, float]]:
-    """Median half round-trip time per size, between ranks 0 and 1; [] on one rank.
-
-    With ``work``, both ranks call it before every round trip (untimed), so the
-    messages leave and arrive as they do in a training step: straight after
-    the local computation, not back to back.
-    """
-    if world.Get_size() < 2:
-        return []
-    rank = world.Get_rank()
-    results = []
-    if rank in (0, 1):
-        pair = world.Split(0, rank)
-        comm = Comm(pair, deadline_s=30.0)
-        peer = 1 - rank
-        for nbytes in sizes:
-            buf = np.zeros(max(nbytes // 4, 1), dtype=np.float32)
-            times = np.empty(_iterations(nbytes) if work is None else 30)
-            for i in range(-5, len(times)):  # five warm-up rounds
-                if work is not None:
-                    work()
-                start = time.perf_counter()
-                if rank == 0:
-                    comm.send(buf, peer)
-                    comm.recv(buf, peer)
-                else:
-                    comm.recv(buf, peer)
-                    comm.send(buf, peer)
-                if i >= 0:
-                    times[i] = (time.perf_counter() - start) / 2
-            results.append((buf.nbytes, float(np.median(times))))
-        pair.Free()
-    else:
-        world.Split(MPI.UNDEFINED, rank)
-    idle_until_released(world)
-    return world.bcast(results, root=0)
 
 
 # ----------------------------------------------------------------------------- gamma
@@ -281,7 +238,8 @@ HOW = {
     "beta_s_per_byte": "least-squares slope of the half round trip against "
                        "size, anchored at the smallest size (seconds per byte)",
     "alpha_step_s": "the same ping-pong and fit, but both ranks run one local step's computation "
-                    "(the scaling model, BLAS on one thread) before every round trip, untimed",
+                    "(the scaling model, BLAS on one thread) before every round trip, untimed, and rank 1 "
+                    "then says it is ready (untimed): the round trip starts once both have computed",
     "beta_step_s_per_byte": "slope of that fit",
     "gamma_cache_s_per_byte": f"median time of float32 dst += src on {GAMMA_CACHE_BYTES} bytes on rank 0, "
                               "per byte",
