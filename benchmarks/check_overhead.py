@@ -154,6 +154,33 @@ def write(rows: list[dict], args) -> None:
             frame = pd.concat([kept, frame], ignore_index=True).sort_values(["parameters", "batch"], kind="stable")
     frame.to_csv(path, index=False, float_format="%.4g")
     print(f"# wrote {path} ({len(rows)} sizes measured now, {len(frame)} in the file)", flush=True)
+    readme = ROOT / "README.md"
+    readme.write_text(with_curve(readme.read_text(), pd.read_csv(path, keep_default_na=False)))
+    print(f"# wrote the curve into {readme}", flush=True)
+
+
+BEGIN, END = "<!-- evidence-cost: written by benchmarks/check_overhead.py --write -->", "<!-- evidence-cost: end -->"
+
+
+def curve_table(frame) -> str:
+    """The README's table of the curve: one row per model size, from evidence_cost.csv."""
+    lines = ["| parameters | local batch | step without history (ms) | history only | history + online check |",
+             "|---:|---:|---:|---:|---:|"]
+    for r in frame.sort_values(["parameters", "batch"], kind="stable").itertuples(index=False):
+        lines.append(f"| {int(r.parameters):,} | {int(r.batch)} | {float(r.step_off_ms):.2f} | "
+                     f"{float(r.history_cost):.2f}x [{float(r.history_cost_low):.2f}, {float(r.history_cost_high):.2f}] | "
+                     f"{float(r.with_check_cost):.2f}x [{float(r.with_check_cost_low):.2f}, "
+                     f"{float(r.with_check_cost_high):.2f}] |")
+    return "\n".join(lines)
+
+
+def with_curve(text: str, frame) -> str:
+    """``text`` with the block between the markers replaced by :func:`curve_table`."""
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"check_overhead: README.md has no block between {BEGIN} and {END}")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{curve_table(frame)}\n{END}{tail}"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,36 @@
+"""README's evidence-cost table is the one benchmarks/check_overhead.py writes from its CSV."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import check_overhead  # noqa: E402
+
+CSV = ROOT / "docs" / "measured" / "evidence_cost.csv"
+
+
+def test_the_readme_shows_the_measured_curve_as_written():
+    frame = pd.read_csv(CSV, keep_default_na=False)
+    text = (ROOT / "README.md").read_text()
+    assert check_overhead.with_curve(text, frame) == text, "README's table differs from evidence_cost.csv"
+    assert len(frame) >= 4 and text.count("| history only |") == 1
+
+
+def test_the_block_is_replaced_whole_and_the_rest_kept():
+    frame = pd.DataFrame([{"parameters": 676, "batch": 16, "step_off_ms": 0.2, "history_cost": 1.5,
+                           "history_cost_low": 1.2, "history_cost_high": 2.0, "with_check_cost": 2.5,
+                           "with_check_cost_low": 2.0, "with_check_cost_high": 3.0}])
+    text = f"before\n{check_overhead.BEGIN}\nstale\n{check_overhead.END}\nafter\n"
+    got = check_overhead.with_curve(text, frame)
+    assert got.startswith("before\n") and got.endswith("after\n") and "stale" not in got
+    assert "| 676 | 16 | 0.20 | 1.50x [1.20, 2.00] | 2.50x [2.00, 3.00] |" in got
+
+
+def test_a_readme_without_the_block_is_refused():
+    with pytest.raises(SystemExit):
+        check_overhead.with_curve("no markers here\n", pd.DataFrame())
