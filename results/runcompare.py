@@ -10,15 +10,26 @@ deviation, cv% x median). A row **regressed** when B is slower by more than
 the threshold *and* beyond noise; any regression makes the exit status 1.
 Files written before the round columns existed have no spread: their rows
 are judged on the threshold alone, and the table says so.
+
+That judgement is one launch against one launch, and on a host whose launches
+land in different states it cannot tell a launch-to-launch difference from a
+regression; the printout says so. Given ``bench --launches N`` folders, the
+comparison is over launches instead (:mod:`.launchcompare`): B over A with a
+95 % interval and a verdict per row, ``slower`` beyond ``--threshold`` being
+the regression (exit 1).
 """
 from __future__ import annotations
 
 import math
 import os
 
+import numpy as np
 import pandas as pd
 
 from mpibench.base.config import UsageError
+
+from .launchcompare import compare_launches, launch_folders, launch_times
+from .launchstats import CANNOT_TELL, FASTER, SLOWER
 
 KEYS = ["strategy", "ranks", "bytes", "dtype", "in_place"]
 DEFAULTS = {"dtype": "float32", "in_place": ""}
@@ -117,6 +128,8 @@ def compare_command(path_a: str, path_b: str, threshold: float, out: str | None)
         raise UsageError(f"--threshold must be a fraction >= 0 (got {threshold})")
     if out is not None and os.path.exists(out):
         raise UsageError(f"{out} exists; compare never overwrites a file")
+    if launch_folders(path_a) or launch_folders(path_b):
+        return compare_launch_runs(path_a, path_b, threshold, out)
     a, b = read_measured(path_a), read_measured(path_b)
     table = compare_runs(a, b, threshold)
     if table.empty:
@@ -133,6 +146,47 @@ def compare_command(path_a: str, path_b: str, threshold: float, out: str | None)
     regressions = int(table.regressed.sum())
     print(f"{regressions} regression(s) beyond {threshold:.0%} and beyond both runs' spread; "
           f"{int(table.improved.sum())} improvement(s); {len(table)} rows compared")
+    print("one launch on each side: a row's verdict says this pair of launches differs beyond the "
+          "spread each measured, which a launch-to-launch difference of the host can do as well; "
+          "compare two bench --launches N folders for a verdict over launches")
+    if out is not None:
+        table.to_csv(out, index=False)
+    return 1 if regressions else 0
+
+
+def _sides(path: str) -> list[str]:
+    """A run's launches: the folders of a ``bench --launches`` run, or the one run itself."""
+    folders = launch_folders(path)
+    return folders or [os.path.dirname(os.path.abspath(bench_file(path)))]
+
+
+def compare_launch_runs(path_a: str, path_b: str, threshold: float, out: str | None) -> int:
+    """B over A per row over the launches of each side (:mod:`.launchcompare`); 1 when a row is
+    slower beyond ``threshold`` over the launches, 0 otherwise."""
+    from mpibench.base.units import human_bytes
+
+    a, b = (launch_times(_sides(p), KEYS) for p in (path_a, path_b))
+    keys = [k for k in a if k in b]
+    if not keys:
+        raise UsageError("the two runs share no (strategy, ranks, bytes, dtype, placement) row")
+    rows, lines = [], [f"{'strategy':<12} {'p':>3} {'size':>10} {'A us':>10} {'B us':>10} {'B/A':>6} "
+                       f"{'95 % interval':>15} {'launches':>9}  verdict"]
+    for key in sorted(keys, key=lambda k: (k[0], k[1], k[2])):
+        got = compare_launches(a[key], b[key], threshold)
+        ta, tb = float(np.median(a[key])), float(np.median(b[key]))
+        rows.append({**dict(zip(KEYS, key)), "a_launches": got.a_launches, "b_launches": got.b_launches,
+                     "a_time_s": ta, "b_time_s": tb, "ratio": got.ratio, "ratio_low": got.low,
+                     "ratio_high": got.high, "regressed": got.verdict == SLOWER,
+                     "improved": got.verdict == FASTER, "verdict": got.verdict})
+        lines.append(f"{key[0]:<12} {int(key[1]):>3} {human_bytes(int(key[2])):>10} {ta * 1e6:10.1f} "
+                     f"{tb * 1e6:10.1f} {got.ratio:6.2f} {f'[{got.low:.2f}, {got.high:.2f}]':>15} "
+                     f"{f'{got.a_launches}/{got.b_launches}':>9}  {got.verdict}")
+    table = pd.DataFrame(rows)
+    print("\n".join(lines))
+    regressions = int(table.regressed.sum())
+    print(f"{regressions} row(s) slower beyond {threshold:.0%} over the launches, {int(table.improved.sum())} "
+          f"faster, {int((table.verdict == CANNOT_TELL).sum())} cannot tell; B/A is the Hodges-Lehmann estimate "
+          f"with its 95 % Mann-Whitney interval; {len(table)} rows compared")
     if out is not None:
         table.to_csv(out, index=False)
     return 1 if regressions else 0

@@ -1,0 +1,97 @@
+"""Two benchmark runs compared over their launches: B's time over A's, with an interval and a verdict.
+
+Two runs are two sets of launches, and on a shared host whole launches fall
+into states several-fold apart, so one launch against another says nothing a
+launch-to-launch difference would not. Given two ``bench --launches N``
+folders, each side is the sample of its launches' own figures for a row
+(``time_max_s`` of every launch), and the two samples are independent (no
+launch belongs to both). B's time over A's is the Hodges-Lehmann estimate on
+the log scale (the median of all ``log b_j - log a_i``), and its interval is
+the set of shifts that the Mann-Whitney rank test (SciPy's, exact) does not
+reject at the confidence asked: the distribution-free interval that goes with
+that test.
+
+The verdict is the three-way decision of :mod:`.launchstats` against a margin
+(``compare --threshold``): ``slower`` when the whole interval lies above
+``1 + margin`` (a regression), ``faster`` when below ``1 / (1 + margin)``,
+``indistinguishable`` when inside that band, ``cannot tell`` when it straddles
+an edge. With one launch on either side no shift can be rejected and every
+verdict is ``cannot tell``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import mannwhitneyu
+
+from .launchstats import CANNOT_TELL, CONFIDENCE, FASTER, SAME, SLOWER
+
+LAUNCH_FOLDER = re.compile(r"launch-\d{2,}")
+
+
+@dataclass(frozen=True)
+class LaunchComparison:
+    """B's time over A's for one row, over ``a_launches`` and ``b_launches`` launches."""
+
+    ratio: float
+    low: float
+    high: float
+    a_launches: int
+    b_launches: int
+    verdict: str
+
+
+def launch_folders(path: str) -> list[str]:
+    """The launch folders of a ``bench --launches`` run (each with its bench.csv); [] otherwise."""
+    if not os.path.isdir(path):
+        return []
+    names = sorted(n for n in os.listdir(path) if LAUNCH_FOLDER.fullmatch(n))
+    return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n, "bench.csv"))]
+
+
+def launch_times(folders: list[str], keys: list[str]) -> dict[tuple, list[float]]:
+    """Row key -> every launch's measured ``time_max_s`` for that row."""
+    times: dict[tuple, list[float]] = {}
+    for folder in folders:
+        rows = pd.read_csv(os.path.join(folder, "bench.csv"), keep_default_na=False, dtype=str)
+        rows = rows[rows.get("tag", "measured") == "measured"]
+        for column, value in (("dtype", "float32"), ("in_place", "")):
+            if column not in rows.columns:
+                rows[column] = value
+        rows["in_place"] = rows.in_place.str.lower()
+        for column in ("ranks", "bytes", "time_max_s"):
+            rows[column] = pd.to_numeric(rows[column], errors="coerce")
+        for r in rows.dropna(subset=["ranks", "bytes", "time_max_s"]).to_dict("records"):
+            times.setdefault(tuple(r[k] for k in keys), []).append(float(r["time_max_s"]))
+    return times
+
+
+def _accepted(log_a: np.ndarray, log_b: np.ndarray, shift: float, confidence: float) -> bool:
+    """The rank test does not reject "B is A shifted by ``shift``" (two-sided)."""
+    return mannwhitneyu(log_b - shift, log_a, alternative="two-sided", method="exact").pvalue > 1 - confidence
+
+
+def compare_launches(a_s: list[float], b_s: list[float], margin: float,
+                     confidence: float = CONFIDENCE) -> LaunchComparison:
+    """B over A from each side's per-launch times (seconds, positive)."""
+    log_a = np.log(np.asarray([t for t in a_s if t > 0], dtype=float))
+    log_b = np.log(np.asarray([t for t in b_s if t > 0], dtype=float))
+    if log_a.size == 0 or log_b.size == 0:
+        return LaunchComparison(math.nan, math.nan, math.nan, int(log_a.size), int(log_b.size), CANNOT_TELL)
+    diffs = np.sort(np.subtract.outer(log_b, log_a).ravel())
+    estimate = float(np.median(diffs))
+    # Test between neighbouring differences (no ties there); an accepted gap's ends bound the interval.
+    gaps = np.concatenate(([diffs[0] - 1.0], (diffs[:-1] + diffs[1:]) / 2, [diffs[-1] + 1.0]))
+    inside = [i for i, g in enumerate(gaps) if _accepted(log_a, log_b, g, confidence)]
+    low = -math.inf if not inside or inside[0] == 0 else float(diffs[inside[0] - 1])
+    high = math.inf if not inside or inside[-1] == len(gaps) - 1 else float(diffs[inside[-1]])
+    edge = math.log1p(margin)
+    verdict = (SLOWER if low > edge else FASTER if high < -edge
+               else SAME if -edge <= low and high <= edge else CANNOT_TELL)
+    return LaunchComparison(math.exp(estimate), math.exp(low), math.exp(high), int(log_a.size),
+                            int(log_b.size), verdict)
