@@ -88,7 +88,11 @@ def section_html(bench: pd.DataFrame | None) -> str:
         f"<td>{cell(r.vs_c_floor, '.2f')}</td>"
         + (f"<td>{_interval(r)}</td><td>{html.escape(str(r.verdict or ''))}</td>" if launches else "")
         + "</tr>" for r in view.itertuples(index=False))
-    return (f'<h3>Against the blocking MPI_Allreduce</h3><img alt="speed relative to the blocking call" '
+    note = ("" if launches else "<p>These figures come from one launch. Launches of one job can land in "
+            "states several-fold apart on a shared host; <code>python -m mpibench bench --launches 6 --np P"
+            "</code> repeats the job and gives each ratio a 95 % interval across launches and a verdict "
+            "(faster, slower, indistinguishable or cannot tell).</p>")
+    return (f'<h3>Against the blocking MPI_Allreduce</h3>{note}<img alt="speed relative to the blocking call" '
             f'src="{ratio_chart(view)}"><table><tr><th>candidate</th><th>p</th><th>size</th>'
             f"<th>measured us</th><th>modelled us</th><th>x blocking</th><th>modelled x blocking</th>"
             f"<th>x C floor</th>" + ("<th>95 % interval over launches</th><th>verdict</th>" if launches else "")

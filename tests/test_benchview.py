@@ -39,3 +39,4 @@ def test_a_launches_table_shows_each_ratios_interval_and_verdict():
     page = section_html(rows)
     assert "95 % interval over launches" in page and "[0.45, 0.55]" in page and "<td>slower</td>" in page
     assert "interval over launches" not in section_html(_rows(2))  # one launch: no interval claimed
+    assert "come from one launch" in section_html(_rows(2)) and "come from one launch" not in page

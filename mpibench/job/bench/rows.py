@@ -78,6 +78,11 @@ def progress_line(row: dict) -> str:
             + (f"   ({row['note']})" if row.get("note") else ""))
 
 
+ONE_LAUNCH_NOTE = ("# one launch: these times and ratios are this launch's alone, and launches of one job can "
+                   "land in states several-fold apart; python -m mpibench bench --launches N --np P repeats "
+                   "the job and gives medians with 95 % intervals over launches and a verdict per ratio")
+
+
 def summary_lines(rows: list[dict]) -> list[str]:
     """nccl-tests' closing line, per candidate: average bus bandwidth over the sizes."""
     measured = [r for r in rows if r["tag"] == "measured"]

@@ -27,7 +27,7 @@ from .inputs import DTYPES, Expected
 from .model import disagreements, flag_lines, load_calibration, modelled_rows
 from .plan import BenchPlan
 from .rounds import ratio_to, run_rounds
-from .rows import header_line, measured_row, progress_line, summary_lines
+from .rows import ONE_LAUNCH_NOTE, header_line, measured_row, progress_line, summary_lines
 
 
 class CouldNotRun(Exception):
@@ -77,6 +77,7 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
                 _say(world, progress_line(row))
         for line in summary_lines(rows):
             _say(world, line)
+        _say(world, ONE_LAUNCH_NOTE)
         if cal is not None:
             rows += _model(world, cal, plan, rows, log, out_dir)
     finally:
