@@ -167,10 +167,12 @@ def curve_table(frame) -> str:
     lines = ["| parameters | local batch | step without history (ms) | history only | history + online check |",
              "|---:|---:|---:|---:|---:|"]
     for r in frame.sort_values(["parameters", "batch"], kind="stable").itertuples(index=False):
+        every = int(float(getattr(r, "check_every", 1) or 1))
+        check = (f"{float(r.with_check_cost):.2f}x [{float(r.with_check_cost_low):.2f}, "
+                 f"{float(r.with_check_cost_high):.2f}]" if every == 1 else f"not measured (checked every {every} steps)")
         lines.append(f"| {int(r.parameters):,} | {int(r.batch)} | {float(r.step_off_ms):.2f} | "
                      f"{float(r.history_cost):.2f}x [{float(r.history_cost_low):.2f}, {float(r.history_cost_high):.2f}] | "
-                     f"{float(r.with_check_cost):.2f}x [{float(r.with_check_cost_low):.2f}, "
-                     f"{float(r.with_check_cost_high):.2f}] |")
+                     f"{check} |")
     return "\n".join(lines)
 
 

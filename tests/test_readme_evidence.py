@@ -34,3 +34,11 @@ def test_the_block_is_replaced_whole_and_the_rest_kept():
 def test_a_readme_without_the_block_is_refused():
     with pytest.raises(SystemExit):
         check_overhead.with_curve("no markers here\n", pd.DataFrame())
+
+
+def test_a_size_checked_with_a_stride_shows_no_online_check_figure():
+    frame = pd.DataFrame([{"parameters": 266500, "batch": 256, "step_off_ms": 12.0, "history_cost": 1.05,
+                           "history_cost_low": 1.01, "history_cost_high": 1.08, "with_check_cost": 1.06,
+                           "with_check_cost_low": 1.02, "with_check_cost_high": 1.09, "check_every": 1000000}])
+    got = check_overhead.curve_table(frame)
+    assert "| 266,500 | 256 | 12.00 | 1.05x [1.01, 1.08] | not measured (checked every 1000000 steps) |" in got
