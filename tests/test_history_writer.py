@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mpibench.check.history import CannotJudge, full_params, read_worker_file
-from mpibench.check.history import params_digest as checker_digest
+from mpibench.check.history import form, params_digest as checker_digest
 from mpibench.engine.history import AttemptRecord, DigestCache, History, params_b64, params_digest
 
 
@@ -42,7 +42,7 @@ def test_the_checker_reads_back_every_copy_and_loss_bit_for_bit(tmp_path, size, 
     for a, (params, losses) in zip(attempts, steps):
         assert full_params(a.full_after).tobytes() == params.tobytes()
         assert full_params(a.losses).tobytes() == losses.tobytes()
-        assert a.params_after == checker_digest(params)
+        assert a.params_after == checker_digest(params, form(4))  # schema 4: xxh3, the checker's own
     first = json.loads(path.read_text().splitlines()[1])
     assert first["full_after"] == {"at": 0, "floats": size}  # its place in the companion, not the floats
 
@@ -89,3 +89,13 @@ def test_the_digest_cache_returns_the_digest_of_the_bits_it_is_given(change):
     assert cache(other) == params_digest(other)
     assert cache(other) == params_digest(other)  # a hit after a miss
     assert cache(params) == params_digest(params)  # and back
+
+
+def test_the_digest_forms_of_every_schema_are_read():
+    # Schema 4 writes xxh3-128 behind its prefix; schemas 2 and 3 wrote bare blake2b-128 hex, which
+    # the checker still reads; a digest of another form never matches.
+    params = np.arange(5, dtype=np.float32)
+    new, old = checker_digest(params, form(4)), checker_digest(params, form(3))
+    assert new == params_digest(params) and new.startswith("xxh3:") and len(new) == 5 + 32
+    assert len(old) == 32 and old != new[5:]
+    assert checker_digest(params, "sha1:" + "0" * 40) == old  # an unknown form: compared as blake2b, differs

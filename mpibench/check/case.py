@@ -112,9 +112,9 @@ class CaseModel:
         return seeding.initial_params(self.info["seed"], c["features"], c["hidden"], c["classes"])
 
     def initial_digest(self) -> str:
-        from .history import params_digest
+        from .history import form, params_digest
 
-        return params_digest(self.initial_params)
+        return params_digest(self.initial_params, form(self.info.get("schema")))
 
     # ------------------------------------------------------------------ steps
     def views(self):

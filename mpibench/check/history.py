@@ -15,9 +15,11 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import xxhash
 
-SCHEMA = 3
-SCHEMAS = (2, 3)  # 3: an attempt's bulk may lie in the file's companion (``FILE.jsonl.bin``)
+SCHEMA = 4
+SCHEMAS = (2, 3, 4)  # 3: an attempt's bulk may lie in the file's companion (``FILE.jsonl.bin``);
+#  4: digests are "xxh3:" + xxh3-128 hex instead of bare blake2b-128 hex
 COMPANION = ".bin"
 FILE_NAME = re.compile(r"^worker-(\d+)(?:\.joined-(\d{4}))?(?:\.(\d+))?\.jsonl$")
 
@@ -70,8 +72,21 @@ class WorkerFile:
         return self.attempts[-1].step if self.attempts else self.joined_step - 1
 
 
-def digest(raw: bytes) -> str:
+XXH3 = "xxh3:"  # the prefix of a schema-4 digest; earlier schemas wrote bare blake2b-128 hex
+
+
+def digest(raw: bytes, like: str = "") -> str:
+    """The digest of ``raw`` in the form of ``like`` (a digest from the history, or a case's
+    :func:`form`): xxh3-128 behind its prefix, else blake2b-128. A recorded digest of any other
+    form is compared with the blake2b one and so differs: never a match by default."""
+    if like.startswith(XXH3):
+        return XXH3 + xxhash.xxh3_128(raw).hexdigest()
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def form(schema) -> str:
+    """The digest form a history of ``schema`` writes (an argument ``like`` for :func:`digest`)."""
+    return XXH3 if isinstance(schema, int) and schema >= 4 else ""
 
 
 def full_params(b64: str) -> np.ndarray:
@@ -81,8 +96,8 @@ def full_params(b64: str) -> np.ndarray:
 floats32 = full_params  # the per-sample losses use the same encoding
 
 
-def params_digest(params: np.ndarray) -> str:
-    return digest(np.ascontiguousarray(params, dtype="<f4").tobytes())
+def params_digest(params: np.ndarray, like: str = "") -> str:
+    return digest(np.ascontiguousarray(params, dtype="<f4").tobytes(), like)
 
 
 def read_json(path: str, missing: str, unreadable: str) -> dict:

@@ -53,7 +53,7 @@ class StepOutcome:
     own: object = None  # this worker's own reduction, before recovery may share the root's outcome
 
 
-digest = params_digest  # the history's digest: blake2b of the float32 little-endian bytes
+digest = params_digest  # the history's digest: xxh3-128 of the float32 little-endian bytes
 
 
 class PhaseBackend:

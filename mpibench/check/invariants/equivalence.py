@@ -106,7 +106,7 @@ def _after_copy(view) -> np.ndarray | None:
     for a in sorted(view.active, key=lambda a: a.worker):
         if a.full_after is not None and a.params_after == view.agreed.params_after:
             after = full_params(a.full_after)
-            return after if params_digest(after) == a.params_after else None
+            return after if params_digest(after, a.params_after) == a.params_after else None
     return None
 
 

@@ -39,6 +39,6 @@ def check(case, view):
             if e["gathered"][i] != want:
                 return False, (f"shard {i} {piece}: worker {w} holds {e['gathered'][i][:12]}, "
                                f"its owner {by} stepped {want[:12]}")
-        if copy is not None and params_digest(copy[piece[0]:piece[0] + piece[1]]) != want:
+        if copy is not None and params_digest(copy[piece[0]:piece[0] + piece[1]], want) != want:
             return False, f"shard {i} {piece}: the committed parameter copy differs from what {by} stepped"
     return True, f"{len(shards)} shards identical on {len(records)} ranks, each as its owner stepped it"
