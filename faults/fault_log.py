@@ -59,7 +59,7 @@ class FaultLog:
     def stalls(self, trainer, step: int, committed: bool, digests: dict[int, str]) -> None:
         why = "no majority: nothing committed" if not committed else "cut off: nothing applied"
         for w, d in sorted(digests.items()):
-            self.row(trainer, step, "", w, "stall", f"{why}; params digest {str(d)[:12]}")
+            self.row(trainer, step, "", w, "stall", f"{why}; params digest {_short(d)}")
 
     def partition(self, trainer, step: int, members, sides, majority) -> None:
         what = ("no side holds a majority: nothing commits" if not majority
@@ -71,11 +71,16 @@ class FaultLog:
     def resync(self, trainer, step: int, rejoining, source: int, params_digest: str) -> None:
         for w in rejoining:
             self.row(trainer, step, "before_compute", w, "resync",
-                     f"healed: parameters from worker {source} (digest {params_digest[:12]}); rejoins")
+                     f"healed: parameters from worker {source} (digest {_short(params_digest)}); rejoins")
 
     def respawn(self, trainer, step: int, worker: int, cursor, params_digest: str) -> None:
         self.row(trainer, step, "recovery", worker, "respawn",
                  f"replacement resumes shard {worker} at epoch {cursor.epoch} "
-                 f"position {cursor.position}; params digest {params_digest[:12]}")
+                 f"position {cursor.position}; params digest {_short(params_digest)}")
         if trainer.comm.rank == 0:
             print(f"fault: replacement for worker {worker} is pid {self.pids.get(worker, '?')}", flush=True)
+
+
+def _short(digest) -> str:
+    """The first 12 hex digits of a history digest, its form's prefix (``xxh3:``) left out."""
+    return str(digest).rsplit(":", 1)[-1][:12]
