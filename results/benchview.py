@@ -89,8 +89,9 @@ def section_html(bench: pd.DataFrame | None) -> str:
         + (f"<td>{_interval(r)}</td><td>{html.escape(str(r.verdict or ''))}</td>" if launches else "")
         + "</tr>" for r in view.itertuples(index=False))
     note = ("" if launches else "<p>These figures come from one launch. Launches of one job can land in "
-            "states several-fold apart on a shared host; <code>python -m mpibench bench --launches 6 --np P"
-            "</code> repeats the job and gives each ratio a 95 % interval across launches and a verdict "
+            "states several-fold apart on a shared host; <code>bench</code>'s option <code>--launches 6</code> "
+            "(run without mpirun, <code>--np</code> for the ranks) repeats the job and gives each ratio a "
+            "95 % interval across launches and a verdict "
             "(faster, slower, indistinguishable or cannot tell).</p>")
     return (f'<h3>Against the blocking MPI_Allreduce</h3>{note}<img alt="speed relative to the blocking call" '
             f'src="{ratio_chart(view)}"><table><tr><th>candidate</th><th>p</th><th>size</th>'

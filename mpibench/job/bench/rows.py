@@ -79,8 +79,9 @@ def progress_line(row: dict) -> str:
 
 
 ONE_LAUNCH_NOTE = ("# one launch: these times and ratios are this launch's alone, and launches of one job can "
-                   "land in states several-fold apart; python -m mpibench bench --launches N --np P repeats "
-                   "the job and gives medians with 95 % intervals over launches and a verdict per ratio")
+                   "land in states several-fold apart; bench's option --launches N (run without mpirun, "
+                   "with --np for the ranks) repeats the job and gives medians with 95 % intervals over "
+                   "launches and a verdict per ratio")
 
 
 def summary_lines(rows: list[dict]) -> list[str]:
