@@ -23,7 +23,12 @@ the same message schedule written as ``MPI_Sendrecv`` calls on one shared
 buffer with nothing added (``smpi_algorithm`` ``sendrecv-rd``,
 ``sendrecv-rab``), which SMPI times on the same network model;
 ``--via schedule`` runs them that way at every size, to check the two
-against each other where both fit.
+against each other where both fit. ``--op none`` instead gives SMPI's own
+``lr``, ``rdb`` and ``rab_rdb`` an operation that adds nothing: they send only
+from the caller's shared buffer, so SMPI skips every copy into their scratch,
+which is then never written (address space, not memory), and they run at any
+p x bytes; with computation not simulated, the simulated times are the same as
+with ``MPI_SUM`` (``tests/test_smpi_crosscheck.py`` checks this at p = 64).
 
 Both sides leave out the same things, so the ratio compares networks only:
 SMPI charges no computation (``smpi/simulate-computation:no``) and the
