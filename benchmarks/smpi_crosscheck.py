@@ -23,7 +23,12 @@ the same message schedule written as ``MPI_Sendrecv`` calls on one shared
 buffer with nothing added (``smpi_algorithm`` ``sendrecv-rd``,
 ``sendrecv-rab``), which SMPI times on the same network model;
 ``--via schedule`` runs them that way at every size, to check the two
-against each other where both fit.
+against each other where both fit. ``--op none`` instead gives SMPI's own
+``lr``, ``rdb`` and ``rab_rdb`` an operation that adds nothing: they send only
+from the caller's shared buffer, so SMPI skips every copy into their scratch,
+which is then never written (address space, not memory), and they run at any
+p x bytes; with computation not simulated, the simulated times are the same as
+with ``MPI_SUM`` (``tests/test_smpi_crosscheck.py`` checks this at p = 64).
 
 Both sides leave out the same things, so the ratio compares networks only:
 SMPI charges no computation (``smpi/simulate-computation:no``) and the
@@ -41,9 +46,7 @@ over the calls of that launch and the interval their spread.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
-import fcntl
 import math
 import os
 import shutil
@@ -63,14 +66,12 @@ from mpibench.base.config import UsageError  # noqa: E402
 from mpibench.sim import rounds  # noqa: E402
 from mpibench.sim.platform import Platform, load_platform  # noqa: E402
 from mpibench.sim.platform_xml import hosts_needed, to_simgrid_xml  # noqa: E402
+from smpi_table import show, write  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
 
 SMPI_NAMES = {"ring": "lr", "rd": "rdb", "rabenseifner": "rab_rdb", "hier": "smp_rdb"}
 SCHEDULES = {"rd": "rd", "rabenseifner": "rab"}  # smpi_schedule.c's names
 HIER_LARGE = "smp_rsag_rab"
 SIZES = (8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20)  # 8 B ... 64 MiB
-COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy", "smpi_algorithm", "bytes",
-           "smpi_s", "smpi_lo_s", "smpi_hi_s", "calls", "launches", "predicted_s", "ratio", "smpi_wall_s",
-           "note", "tag"]
 SMPI_FLAGS = ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/privatization:no",  # the loop has no globals
               "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
               "--cfg=smpi/display-timing:no", "--log=root.thr:critical",
@@ -117,12 +118,13 @@ def platform_files(source: Path, plat: Platform, p: int, work: Path) -> tuple[Pa
 
 
 def run_smpi(exe: Path, xml: Path, hosts: Path, p: int, algorithm: str, sizes, calls: int,
-             timeout_s: float, schedule: str = "") -> tuple[list[SmpiRow], float, str]:
+             timeout_s: float, schedule: str = "", op: str = "sum") -> tuple[list[SmpiRow], float, str]:
     """One smpirun over every size; (rows that finished, wall seconds, why it stopped or '');
-    with ``schedule``, ``exe`` is smpi_schedule and plays that schedule instead."""
+    with ``schedule``, ``exe`` is smpi_schedule and plays that schedule instead; ``op`` is
+    smpi_allreduce.c's operation (``sum``, or ``none``: nothing added, scratch left untouched)."""
     # the warm-up call only where it is needed: smp_* build their node communicators on first use
     program = [str(exe), schedule, str(calls)] if schedule else [str(exe), str(calls),
-                                                                 "1" if algorithm.startswith("smp_") else "0"]
+                                                                 "1" if algorithm.startswith("smp_") else "0", op]
     choice = [] if schedule else [f"--cfg=smpi/allreduce:{algorithm}"]  # a schedule calls no MPI_Allreduce
     cmd = ["smpirun", "-np", str(p), "-platform", str(xml), "-hostfile", str(hosts), *SMPI_FLAGS, *choice,
            *program, *map(str, sizes)]
@@ -153,9 +155,18 @@ def note_for(strategy: str, p: int, nbytes: int, plat: Platform, why: str) -> st
     return "; ".join(notes + ([why] if why else []))
 
 
-def jobs_for(strategy: str, p: int, sizes, memory_bytes: float, via: str) -> list[tuple[str, str, list[int]]]:
+# SMPI's lr, rdb and rab_rdb send only from the caller's (shared) buffer, so with op ``none`` their
+# scratch is never written: p x bytes costs address space only, and the memory bound does not apply
+UNTOUCHED_SCRATCH = ("ring", "rd", "rabenseifner")
+
+
+def jobs_for(strategy: str, p: int, sizes, memory_bytes: float, via: str,
+             op: str = "sum") -> list[tuple[str, str, list[int]]]:
     """(SMPI algorithm or schedule name, schedule, sizes) for one strategy at p ranks: SMPI's own
-    algorithm where p x bytes fits ``memory_bytes``, the Sendrecv schedule above (rd, rabenseifner)."""
+    algorithm where p x bytes fits ``memory_bytes`` (or at every size with op ``none`` for
+    ring, rd and rabenseifner), the Sendrecv schedule above (rd, rabenseifner)."""
+    if op == "none" and strategy in UNTOUCHED_SCRATCH:
+        memory_bytes = math.inf
     fits = [n for n in sizes if p * n <= memory_bytes]
     rest = [n for n in sizes if p * n > memory_bytes]
     if strategy in SCHEDULES and (via == "schedule" or rest):
@@ -174,7 +185,7 @@ def jobs_for(strategy: str, p: int, sizes, memory_bytes: float, via: str) -> lis
 
 def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: int, timeout_s: float,
                work: Path, out_path: Path | None = None, memory_bytes: float = math.inf,
-               via: str = "smpi") -> list[dict]:
+               via: str = "smpi", op: str = "sum") -> list[dict]:
     """Every (p, strategy) through SMPI beside the round model; with ``out_path``, the CSV is
     written after each launch, so a long run stopped midway keeps what it finished."""
     exe = build(work)
@@ -185,9 +196,10 @@ def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: in
     for p in ranks:
         xml, hosts = platform_files(source, plat, p, work)
         for strategy in strategies:
-            for algorithm, schedule, some in jobs_for(strategy, p, sizes, memory_bytes, via):
+            for algorithm, schedule, some in jobs_for(strategy, p, sizes, memory_bytes, via, op):
                 found, wall_s, why = run_smpi(schedule_exe if schedule else exe, xml, hosts, p, algorithm, some,
-                                              calls, timeout_s, schedule)
+                                              calls, timeout_s, schedule, op)
+                op_note = "SMPI op none (nothing added; same simulated time)" if op == "none" and not schedule else ""
                 for row in found:
                     predicted = rounds.sync_s(bare, strategy, p, row.nbytes)
                     out.append({"date": today, "platform": source.name, "placement": plat.placement, "ranks": p,
@@ -196,7 +208,7 @@ def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: in
                                 "smpi_lo_s": row.lo_s, "smpi_hi_s": row.hi_s, "calls": calls, "launches": 1,
                                 "predicted_s": predicted, "ratio": predicted / row.median_s if row.median_s else "",
                                 "smpi_wall_s": round(wall_s, 2),
-                                "note": note_for(strategy, p, row.nbytes, plat, ""), "tag": "simulated"})
+                                "note": note_for(strategy, p, row.nbytes, plat, op_note), "tag": "simulated"})
                 for n in (n for n in some if n not in {row.nbytes for row in found}):
                     # a case SMPI did not finish is a row too: no figure, and how long it ran
                     out.append({"date": today, "platform": source.name, "placement": plat.placement, "ranks": p,
@@ -212,16 +224,6 @@ def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: in
                 if out_path is not None and out:
                     write(out_path, out)
     return out
-
-
-def show(rows: list[dict]) -> None:
-    print(f"{'p':>5} {'strategy':<13} {'smpi':<13} {'bytes':>9} {'SMPI us':>11} {'predicted us':>12} "
-          f"{'ratio':>6}  note   (all simulated)")
-    for r in rows:
-        smpi = f"{r['smpi_s'] * 1e6:>11.2f}" if r["smpi_s"] != "" else f"{'-':>11}"
-        ratio = f"{r['ratio']:>6.2f}" if r["ratio"] != "" else f"{'-':>6}"
-        print(f"{r['ranks']:>5} {r['strategy']:<13} {r['smpi_algorithm']:<13} {r['bytes']:>9} "
-              f"{smpi} {r['predicted_s'] * 1e6:>12.2f} {ratio}  {r['note']}")
 
 
 def _ints(text: str) -> list[int]:
@@ -248,6 +250,9 @@ def main(argv=None) -> int:
     ap.add_argument("--via", choices=("smpi", "schedule"), default="smpi",
                     help="rd, rabenseifner: SMPI's algorithm where it fits memory, the Sendrecv schedule above "
                          "(smpi), or the schedule at every size (schedule) [smpi]")
+    ap.add_argument("--op", choices=("sum", "none"), default="sum",
+                    help="smpi_allreduce.c's operation: MPI_SUM, or none (a commutative operation that adds "
+                         "nothing: same simulated time, and ring, rd, rabenseifner then run at every size) [sum]")
     ap.add_argument("--out", help="CSV to write (replaced)")
     args = ap.parse_args(argv)
     strategies = [s for s in args.strategies.split(",") if s]
@@ -265,44 +270,15 @@ def main(argv=None) -> int:
         for p in args.ranks:
             memory = args.memory_gib * 2 ** 30
             skipped = [n for n in args.sizes if p * n > memory]
-            if skipped and set(strategies) - set(SCHEDULES):
-                print(f"p={p}: ring and hier skip {', '.join(map(str, skipped))} B (--memory-gib "
-                      f"{args.memory_gib:g}); rd and rabenseifner run them as the Sendrecv schedule", file=sys.stderr)
+            bounded = [s for s in strategies if args.op == "sum" or s not in UNTOUCHED_SCRATCH]
+            if skipped and set(bounded) - set(SCHEDULES):
+                print(f"p={p}: {', '.join(sorted(set(bounded) - set(SCHEDULES)))} skip {', '.join(map(str, skipped))} B "
+                      f"(--memory-gib {args.memory_gib:g}); rd and rabenseifner run them as the Sendrecv schedule "
+                      f"(or as SMPI's own with --op none)", file=sys.stderr)
             rows += crosscheck(Path(args.platform), plat, [p], strategies, args.sizes, args.calls, args.timeout,
-                               Path(work), Path(args.out) if args.out else None, memory, args.via)
+                               Path(work), Path(args.out) if args.out else None, memory, args.via, args.op)
     show(rows)
     return 0 if any(r["smpi_s"] != "" for r in rows) else 3
-
-
-def _key(row: dict) -> tuple:
-    return tuple(str(row[k]) for k in ("platform", "placement", "ranks", "strategy", "smpi_algorithm", "bytes"))
-
-
-def write(path: Path, rows: list[dict]) -> None:
-    """Write ``rows``, keeping the file's earlier rows for (platform, placement, ranks, strategy,
-    SMPI algorithm, bytes) not run this time, so that a long table can be filled in by several runs."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    folder = os.open(path.parent, os.O_RDONLY)  # several launches may fill one table at once
-    try:
-        fcntl.flock(folder, fcntl.LOCK_EX)
-        _merge(path, rows)
-    finally:
-        os.close(folder)  # and with it the lock
-
-
-def _merge(path: Path, rows: list[dict]) -> None:
-    fresh = {_key(r) for r in rows}
-    kept = []
-    if path.exists():
-        with path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            if reader.fieldnames == COLUMNS:
-                kept = [r for r in reader if _key(r) not in fresh]
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, COLUMNS)
-        w.writeheader()
-        for r in kept + [{k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows]:
-            w.writerow(r)
 
 
 if __name__ == "__main__":

@@ -12,11 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int ascending(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "smpi_timing.h"
 
 static void exchange(char *out, char *in, long nbytes, int partner) {
   MPI_Sendrecv(out, (int)nbytes, MPI_BYTE, partner, 7, in, (int)nbytes, MPI_BYTE, partner, 7, MPI_COMM_WORLD,
@@ -56,14 +52,7 @@ int main(int argc, char **argv) {
       schedule(halving, rank, steps, nbytes, out, in);
       mine[2 * c + 1] = MPI_Wtime();
     }
-    MPI_Reduce(mine, worst, 2 * calls, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-      for (int c = 0; c < calls; c++) worst[c] = worst[2 * c + 1] - worst[2 * c];
-      qsort(worst, calls, sizeof(double), ascending);
-      double median = calls % 2 ? worst[calls / 2] : (worst[calls / 2 - 1] + worst[calls / 2]) / 2;
-      printf("%ld %.9e %.9e %.9e\n", nbytes, median, worst[0], worst[calls - 1]);
-      fflush(stdout);
-    }
+    smpi_timing_report(mine, worst, calls, nbytes, rank);
     SMPI_SHARED_FREE(in);
     SMPI_SHARED_FREE(out);
   }

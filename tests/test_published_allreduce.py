@@ -20,8 +20,13 @@ def test_every_published_row_names_its_source_and_platform_and_its_ratio_is_reco
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = list(csv.DictReader(out.open()))
-    assert {r["platform"] for r in rows} == {"betzy_4x128.toml", "ucc_32x40.toml"}
+    assert {r["platform"] for r in rows} == {"betzy_4x128.toml", "ucc_32x40.toml", "c5n_8x36_efa.toml",
+                                             "c5n_8x36_tcp.toml"}
     assert min(int(r["ranks"]) for r in rows) >= 256
+    per_table = {}
+    for r in rows:  # one algorithm per published column, never one chosen per size
+        per_table.setdefault((r["url"], r["table"]), set()).add(r["strategy"])
+    assert all(len(s) == 1 for s in per_table.values()), per_table
     for r in rows:
         assert r["url"].startswith("https://github.com/") and r["table"]
         assert (ROOT / "platforms" / r["platform"]).exists()

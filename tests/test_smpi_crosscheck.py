@@ -65,3 +65,25 @@ def test_the_sendrecv_schedules_agree_with_smpis_own_algorithms_and_the_model_at
         assert 0.8 <= t / smpi[key] <= 1.25, (key, t, smpi[key])
     for r in rows:
         assert 0.75 <= float(r["ratio"]) <= 1.25, r
+
+
+def test_the_operation_that_adds_nothing_gives_smpis_same_simulated_times_at_p64(tmp_path):
+    """``--op none`` (a commutative operation that adds nothing) lets SMPI's lr, rdb and rab_rdb
+    run at p x bytes beyond memory; with computation not simulated, SMPI's times must be the
+    same as with MPI_SUM, to the printed nanosecond."""
+    _need_smpi()
+    times = {}
+    for op in ("sum", "none"):
+        out = tmp_path / f"{op}.csv"
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"),
+                               "--platform", str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64",
+                               "--strategies", "ring,rd,rabenseifner", "--sizes", "4K,256K", "--calls", "1",
+                               "--op", op, "--timeout", "300", "--out", str(out)],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = list(csv.DictReader(out.open()))
+        assert all(("SMPI op none" in r["note"]) == (op == "none") for r in rows), rows
+        times[op] = {(r["strategy"], r["smpi_algorithm"], r["bytes"]): r["smpi_s"] for r in rows}
+    assert set(times["sum"]) == {(s, a, b) for s, a in (("ring", "lr"), ("rd", "rdb"), ("rabenseifner", "rab_rdb"))
+                                 for b in ("4096", "262144")}
+    assert times["none"] == times["sum"]

@@ -1,0 +1,55 @@
+"""The SMPI cross-check's table: rows merged into one CSV by several launches, and printed.
+
+Used by ``benchmarks/smpi_crosscheck.py``; every figure in it is simulated.
+"""
+from __future__ import annotations
+
+import csv
+import fcntl
+import os
+from pathlib import Path
+
+COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy", "smpi_algorithm", "bytes",
+           "smpi_s", "smpi_lo_s", "smpi_hi_s", "calls", "launches", "predicted_s", "ratio", "smpi_wall_s",
+           "note", "tag"]
+
+
+def show(rows: list[dict]) -> None:
+    print(f"{'p':>5} {'strategy':<13} {'smpi':<13} {'bytes':>9} {'SMPI us':>11} {'predicted us':>12} "
+          f"{'ratio':>6}  note   (all simulated)")
+    for r in rows:
+        smpi = f"{r['smpi_s'] * 1e6:>11.2f}" if r["smpi_s"] != "" else f"{'-':>11}"
+        ratio = f"{r['ratio']:>6.2f}" if r["ratio"] != "" else f"{'-':>6}"
+        print(f"{r['ranks']:>5} {r['strategy']:<13} {r['smpi_algorithm']:<13} {r['bytes']:>9} "
+              f"{smpi} {r['predicted_s'] * 1e6:>12.2f} {ratio}  {r['note']}")
+
+
+def _key(row: dict) -> tuple:
+    return tuple(str(row[k]) for k in ("platform", "placement", "ranks", "strategy", "smpi_algorithm", "bytes"))
+
+
+def write(path: Path, rows: list[dict]) -> None:
+    """Write ``rows``, keeping the file's earlier rows for (platform, placement, ranks, strategy,
+    SMPI algorithm, bytes) not run this time, so that a long table can be filled in by several runs."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = os.open(path.parent, os.O_RDONLY)  # several launches may fill one table at once
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        _merge(path, rows)
+    finally:
+        os.close(folder)  # and with it the lock
+
+
+def _merge(path: Path, rows: list[dict]) -> None:
+    fresh = {_key(r) for r in rows}
+    kept = []
+    if path.exists():
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames == COLUMNS:
+                kept = [r for r in reader if _key(r) not in fresh]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS)
+        w.writeheader()
+        for r in kept + [{k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows]:
+            w.writerow(r)
