@@ -256,9 +256,25 @@ def test_the_main_job_holds_every_invariant_on_the_emulated_device(tmp_path, rec
     faults = job.csv("faults.csv")
     if recovery == "respawn":
         assert (faults.kind == "respawn").any(), job.text
+    _kills_fired_where_scheduled(faults)
     rows = job.csv("transfers.csv")
     assert set(zip(rows.scenario, rows.strategy)) == {(s, k) for s in MAIN_SCENARIOS for k in CHECKED}
     check_policy(rows, aware, members_from(job))
+
+
+# The mid-reduction kills' message counts (tests/test_scenarios_strategies.py leaves these
+# scenarios to this file for the logarithmic strategies).
+KILLED_AFTER = {"kill-mid-reduction": "after 2 message(s)", "kill-ps-server": "after 1 message(s)"}
+
+
+def _kills_fired_where_scheduled(faults) -> None:
+    """Each kill scenario killed the last worker once, mid-reduction, under every strategy."""
+    for scenario, messages in KILLED_AFTER.items():
+        for strategy in CHECKED:
+            kills = faults[(faults.scenario == scenario) & (faults.strategy == strategy) & (faults.kind == "kill")]
+            assert list(kills.phase) == ["mid_reduction"] and list(kills["rank"].astype(int)) == [2], \
+                (scenario, strategy, kills)
+            assert messages in kills.detail.iloc[0], (scenario, strategy, kills.detail.iloc[0])
 
 
 @pytest.mark.mpi

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mpirun import mpirun_command, run_command, run_mpi
+from mpirun import mpi_env, mpirun_command, run_command
 
 HERE = Path(__file__).parent
 
@@ -30,43 +30,52 @@ def test_every_strategy_equals_native_for_every_size_up_to_8():
     assert cases > 1000
 
 
-def _all_passed(job, steps: int):
+def _all_passed(job, steps: int, strategies):
     invariants = job.csv("invariants.csv")
-    assert len(invariants) == 7 * steps  # six invariants and the contract
+    for strategy in strategies:  # six invariants and the contract at every step of each
+        assert len(invariants[invariants.strategy == strategy]) == 7 * steps, strategy
     bad = invariants[invariants.passed.astype(str).str.lower() != "true"]
     assert bad.empty, bad
 
 
-@pytest.mark.parametrize("strategy", ["ring", "ps"] + NEW)
-def test_training_run_holds_every_invariant(tmp_path, strategy):
-    job = run_mpi(8, ["run", "--strategy", strategy, "--steps", "6", "--bucket-bytes", "256",
-                      "--ps-shards", "5"], out=tmp_path, timeout=180)
+QUIET_JOB = {"MPIBENCH_SCENARIOS": "none", "MPIBENCH_NO_BENCH": "1", "MPIBENCH_NO_SWEEP": "1"}
+
+
+def fault_free_runs(tmp_path, workers: int, strategies, args: list[str], timeout: float):
+    """One fault-free training run of each strategy, in one launch: the main job narrowed to the
+    scenario ``none`` (one launch per strategy cost a start-up each, which is most of such a run)."""
+    env = {**mpi_env(), **QUIET_JOB, "MPIBENCH_STRATEGIES": ",".join(strategies)}
+    forward = [f for name in [*QUIET_JOB, "MPIBENCH_STRATEGIES"] for f in ("-x", name)]
+    cmd = mpirun_command() + forward + ["-n", str(workers), sys.executable, "-m", "mpibench", *args,
+                                        "--out", str(tmp_path)]
+    job = run_command(cmd, timeout=timeout, out=tmp_path, env=env)
     assert job.returncode == 0, job.text[-3000:]
-    _all_passed(job, 6)
-    steps = job.csv("steps.csv")
-    assert (steps.strategy == strategy).all() and len(steps) == 6
     assert "Traceback" not in job.text
+    steps = job.csv("steps.csv")
+    assert sorted(set(steps.strategy)) == sorted(strategies) and (steps.scenario == "none").all(), steps
+    return job
+
+
+def test_training_run_holds_every_invariant(tmp_path):
+    strategies = ["ring", "ps"] + NEW
+    job = fault_free_runs(tmp_path, 8, strategies, ["--steps", "6", "--bucket-bytes", "256", "--ps-shards", "5"],
+                          timeout=240)
+    _all_passed(job, 6, strategies)
+    steps = job.csv("steps.csv")
+    assert all(len(steps[steps.strategy == s]) == 6 for s in strategies), steps
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 5])
-@pytest.mark.parametrize("strategy", NEW)
-def test_new_strategies_at_small_and_odd_worker_counts(tmp_path, strategy, workers):
-    job = run_mpi(workers, ["run", "--strategy", strategy, "--steps", "4", "--seed", str(workers),
-                            "--bucket-bytes", "64", "--samples", "60", "--batch-size", "8"],
-                  out=tmp_path, timeout=120)
-    assert job.returncode == 0, job.text[-3000:]
-    _all_passed(job, 4)
-
-
-def test_steps_record_the_algorithm_auto_and_hier_chose(tmp_path):
-    for strategy, expected in [("auto", "auto:"), ("hier", "hier[1 node x 3]")]:
-        out = tmp_path / strategy
-        job = run_mpi(3, ["run", "--strategy", strategy, "--steps", "3"], out=out, timeout=120)
-        assert job.returncode == 0, job.text[-3000:]
-        algorithms = job.csv("steps.csv").algorithm
-        assert algorithms.str.startswith(expected).all(), algorithms
-    # hier on one host says that it degenerated
-    assert "1 node x 3: no leaders' all-reduce" in job.stderr
+def test_new_strategies_at_small_and_odd_worker_counts(tmp_path, workers):
+    job = fault_free_runs(tmp_path, workers, NEW, ["--steps", "4", "--seed", str(workers), "--bucket-bytes", "64",
+                                                   "--samples", "60", "--batch-size", "8"], timeout=180)
+    _all_passed(job, 4, NEW)
+    if workers == 3:  # the steps record the algorithm auto and hier chose
+        algorithms = job.csv("steps.csv").set_index("strategy").algorithm
+        assert algorithms["auto"].str.startswith("auto:").all(), algorithms
+        assert algorithms["hier"].str.startswith("hier[1 node x 3]").all(), algorithms
+        # hier on one host says that it degenerated
+        assert "1 node x 3: no leaders' all-reduce" in job.text
 
 
 @pytest.mark.parametrize("strategy", ["ring", "ps", "rabenseifner"])
