@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .ops import reduce_in_order
 from .world import ERR_PROC_FAILED, ERR_SPAWN, CommState
 
 
@@ -26,13 +27,7 @@ def _ranks(coll):
 
 
 def _reduce(values, op: str):
-    acc = np.array(values[0], copy=True)
-    for v in values[1:]:
-        if op == "max":
-            np.maximum(acc, v, out=acc)
-        else:
-            acc += v
-    return acc
+    return reduce_in_order(values, op)
 
 
 def _recursive_doubling(values, op: str):
