@@ -44,7 +44,9 @@ class Datatype:
         """(lower bound, extent) in bytes, as MPI_Type_get_extent gives them."""
         if self.offsets is None:
             return 0, self.Get_size()
-        lo, hi = int(self.offsets.min(initial=0)), int(self.offsets.max(initial=-1)) + 1
+        if not len(self.offsets):
+            return 0, 0
+        lo, hi = int(self.offsets.min()), int(self.offsets.max()) + 1
         return lo * self.element().itemsize, (hi - lo) * self.element().itemsize
 
     size = property(Get_size)
