@@ -23,7 +23,8 @@ import pytest
 
 from simrun import run_driver
 
-MODULES = ["test_ulfm", "test_cco_obj", "test_p2p_buf", "test_cco_buf", "test_msgzero"]
+MODULES = ["test_ulfm", "test_cco_obj", "test_p2p_buf", "test_cco_buf", "test_cco_nb_buf", "test_cco_vec",
+           "test_cco_nb_vec", "test_msgzero"]
 RANKS = 3
 
 NOT_PROVIDED = {
@@ -34,8 +35,12 @@ NOT_PROVIDED = {
         ("testAllreduce", "MPI.MAXLOC and MPI.MINLOC on objects"), ("testReduce", "MPI.MAXLOC and MPI.MINLOC, and Comm.reduce"), ("testAlltoall", "Comm.alltoall"),
         ("testBarrier", "Comm.barrier (lower case)"), ("testExscan", "Comm.exscan"), ("testScan", "Comm.scan"),
         ("testScatter", "Comm.scatter"))},
-    **{f"test_msgzero.TestMessageZero{c}.testCollectivesVector": "Comm.Gatherv and the other vector collectives"
-       for c in ("Self", "World")},
+    **{f"{m}.TestCCOVec{c}.{t}": why for m in ("test_cco_vec", "test_cco_nb_vec")
+       for c in ("Self", "SelfDup", "World", "WorldDup") for t, why in (
+        ("testAlltoallw", "Comm.Alltoallw (a datatype per peer)"),
+        ("testAlltoallwBottom", "MPI.Get_address and MPI.BOTTOM with absolute addresses, and Alltoallw"))},
+    **{f"{m}.TestCCOVecInplace{c}.{t}": "Comm.Alltoallw (a datatype per peer)" for m in ("test_cco_vec", "test_cco_nb_vec")
+       for c in ("Self", "World") for t in ("testAlltoallw", "testAlltoallw2")},
 }
 
 

@@ -237,3 +237,37 @@ def message(spec, blocks: int = 1) -> Message:
                          f"items of extent {extent} from displacement {displ}")
     return Message(raw, datatype, int(count), int(displ), blocks, keep)
 
+
+
+def vector(spec, size: int) -> tuple[Message, list[int], list[int]]:
+    """A vector collective's specification: the whole buffer, and each rank's count and
+    displacement in elements. ``[buf, (counts, displs), datatype]``, ``[buf, counts, datatype]``,
+    ``[buf, counts]`` or a buffer alone (equal parts); a single count is every rank's, a single
+    displacement a stride, no displacements packs the parts one after another (as mpi4py)."""
+    buf, counts, displs, datatype = spec, None, None, None
+    if isinstance(spec, (list, tuple)):
+        if len(spec) == 2:
+            buf, second = spec
+            datatype, counts = (second, None) if isinstance(second, Datatype) else (None, second)
+        elif len(spec) == 3:
+            buf, counts, datatype = spec
+        elif len(spec) == 4:
+            buf, counts, displs, datatype = spec
+        else:
+            raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
+        if isinstance(counts, tuple) and len(counts) == 2 and displs is None and len(spec) == 3:
+            counts, displs = counts
+    whole = message(buf if datatype is None else [buf, datatype])
+    if counts is None:
+        counts = whole.total // size if size else 0
+    counts = [int(counts)] * size if isinstance(counts, (int, np.integer)) else [int(c) for c in counts]
+    if displs is None:
+        displs = [sum(counts[:i]) for i in range(size)]
+    elif isinstance(displs, (int, np.integer)):
+        displs = [i * int(displs) for i in range(size)]
+    displs = [int(d) for d in displs]
+    if len(counts) != size or len(displs) != size:
+        raise ValueError(f"message: expecting {size} counts and displacements")
+    if any(c and d + c > whole.total for c, d in zip(counts, displs)):
+        raise ValueError(f"message: buffer of {whole.total} items is too small for its counts and displacements")
+    return whole, counts, displs

@@ -211,18 +211,16 @@ class Comm(MorePointToPoint, BufferCollectives):
         self.Iallgather(sendbuf, recvbuf).Wait()
 
     def Ibcast(self, buf, root: int = 0) -> M.Request:
+        if not isinstance(buf, np.ndarray) and message(buf).datatype.offsets is not None:
+            msg = message(buf)  # a derived datatype: its elements travel packed, and land in place
+            packed = msg.read()
+            return M.Request(requests.Then(self._start("bcast", (packed, root)), lambda _: msg.write(packed)))
         buf = array_of(buf)
         mine = np.array(buf, copy=True) if self.rank == root else buf
         return M.Request(self._start("bcast", (mine, root)))
 
     def Bcast(self, buf, root: int = 0) -> None:
-        if isinstance(buf, np.ndarray) or message(buf).datatype.offsets is None:
-            self.Ibcast(buf, root).Wait()
-            return
-        msg = message(buf)  # a derived datatype: its elements travel packed, and land in place
-        packed = msg.read()
-        self.Ibcast(packed, root).Wait()
-        msg.write(packed)
+        self.Ibcast(buf, root).Wait()
 
     def Ibarrier(self) -> M.Request:
         return M.Request(self._start("barrier", None))

@@ -45,6 +45,28 @@ class Both(w.Req):
         return ("done", 0) if all(s[0] == "done" for s in states) else ("pending", 0)
 
 
+class Then(w.Req):
+    """A collective whose caller's share of the result is written when the caller sees it done
+    (``finish`` gets what the collective gave the caller), as a library writes a non-blocking
+    collective's receive buffer by the time its wait returns."""
+
+    def __init__(self, inner, finish):
+        super().__init__(inner.comm, inner.post_s)
+        self.inner, self.finish = inner, finish
+
+    def ready_at(self, now):
+        at = self.inner.ready_at(now)
+        self.done_s, self.error = self.inner.done_s, self.inner.error
+        return at
+
+    def outcome(self, now):
+        state = self.inner.outcome(now)
+        if state[0] == "done" and self.finish is not None:
+            finish, self.finish = self.finish, None
+            finish(self.inner.result())
+        return state
+
+
 @M.uncharged
 class Request:
     def __init__(self, req=None):
