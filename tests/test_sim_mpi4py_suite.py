@@ -31,10 +31,6 @@ NOT_PROVIDED = {
     **{f"test_ulfm.TestULFM{c}.{t}": why for c in ("Self", "World") for t, why in (
         ("testIAgree", "Comm.Iagree"), ("testIShrink", "Comm.Ishrink"))},
     "setUpClass (test_ulfm.TestULFMInter)": "Comm.Create_intercomm",
-    **{f"test_cco_obj.TestCCOObj{c}.{t}": why for c in ("Self", "SelfDup", "World", "WorldDup") for t, why in (
-        ("testAllreduce", "MPI.MAXLOC and MPI.MINLOC on objects"), ("testReduce", "MPI.MAXLOC and MPI.MINLOC, and Comm.reduce"), ("testAlltoall", "Comm.alltoall"),
-        ("testBarrier", "Comm.barrier (lower case)"), ("testExscan", "Comm.exscan"), ("testScan", "Comm.scan"),
-        ("testScatter", "Comm.scatter"))},
     **{f"{m}.TestCCOVec{c}.{t}": why for m in ("test_cco_vec", "test_cco_nb_vec")
        for c in ("Self", "SelfDup", "World", "WorldDup") for t, why in (
         ("testAlltoallw", "Comm.Alltoallw (a datatype per peer)"),

@@ -9,6 +9,7 @@ the call raise that MPI error class.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,7 +102,10 @@ def allreduce_obj(world, coll, absent) -> None:
     ranks = _ranks(coll)
     op = coll.contribs[ranks[0]][1][1]
     values = [coll.contribs[r][1][0] for r in ranks]
-    total = max(values) if op == "max" else (min(values) if op == "min" else sum(values[1:], values[0]))
+    if op in ("sum", "max", "min"):
+        total = max(values) if op == "max" else (min(values) if op == "min" else sum(values[1:], values[0]))
+    else:  # the other operations, as mpi4py combines objects left to right
+        total = functools.reduce(op, values)
     for r in ranks:
         coll.results[r] = world.copy(total)
 

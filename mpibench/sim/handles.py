@@ -18,6 +18,7 @@ from . import requests  # noqa: F401 - registers MPI.Request and MPI.Prequest
 from . import world as w
 from .buffers import message
 from .handles_cco import BufferCollectives, array_of
+from .handles_obj import ObjectCollectives
 from .handles_p2p import MorePointToPoint
 
 
@@ -26,7 +27,7 @@ def _now() -> float:
 
 
 @M.uncharged
-class Comm(MorePointToPoint, BufferCollectives):
+class Comm(MorePointToPoint, BufferCollectives, ObjectCollectives):
     def __init__(self, state: w.CommState, rank: int):
         self.state, self.rank = state, rank
         self.freed = False

@@ -28,7 +28,7 @@ UNIVERSE_SIZE = 8  # an attribute key, as mpi4py's MPI.UNIVERSE_SIZE
 ERRORS_RETURN, ERRORS_ARE_FATAL = "errors_return", "errors_are_fatal"
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 IN_PLACE, BOTTOM = object(), object()  # distinct, as in a library where MPI_IN_PLACE != MPI_BOTTOM
-ERR_TRUNCATE, BSEND_OVERHEAD = w.ERR_TRUNCATE, 96  # Open MPI 5's MPI_BSEND_OVERHEAD
+ERR_ROOT, ERR_TRUNCATE, BSEND_OVERHEAD = 7, w.ERR_TRUNCATE, 96  # Open MPI 5's MPI_BSEND_OVERHEAD
 _attached = {}  # process -> the buffer it attached (sends here never need it: they copy at once)
 _STRINGS = {  # as Open MPI 5.0.11's MPI.Get_error_string gives them
     ERR_PROC_FAILED: "MPI_ERR_PROC_FAILED: Process Failure",
@@ -181,8 +181,9 @@ def uncharged(cls):
         return call
 
     for name, value in list(vars(cls).items()):
-        if name[0].isupper() or name in ("isend", "irecv", "send", "recv", "bcast", "allgather",
-                                         "gather", "allreduce", "barrier", "scatter", "sendrecv"):
+        if name[0].isupper() or name in ("isend", "irecv", "send", "recv", "bcast", "allgather", "gather",
+                                         "allreduce", "barrier", "scatter", "sendrecv", "alltoall",
+                                         "reduce", "scan", "exscan"):
             if isinstance(value, staticmethod):
                 setattr(cls, name, staticmethod(wrap(value.__func__)))
             elif callable(value):

@@ -20,6 +20,28 @@ _COMBINE = {  # (accumulated, next) -> combined, in place in ``accumulated``
     "band": lambda acc, v: np.bitwise_and(acc, v, out=acc),
     "bor": lambda acc, v: np.bitwise_or(acc, v, out=acc),
     "bxor": lambda acc, v: np.bitwise_xor(acc, v, out=acc),
+    "lxor": lambda acc, v: np.logical_xor(acc, v, out=acc, casting="unsafe"),
+    "replace": lambda acc, v: np.copyto(acc, v) or acc,
+    "no_op": lambda acc, v: acc,
+}
+
+
+def _loc(better):
+    def pick(x, y):  # (value, index) pairs: the better value, the lower index on a tie (as mpi4py)
+        (u, i), (v, j) = x, y
+        if better(u, v):
+            return x
+        return y if better(v, u) else (u, min(i, j))
+    return pick
+
+
+_OBJECTS = {  # how mpi4py combines Python objects, operation by operation
+    "sum": lambda x, y: x + y, "prod": lambda x, y: x * y,
+    "max": lambda x, y: y if y > x else x, "min": lambda x, y: y if y < x else x,
+    "maxloc": _loc(lambda u, v: u > v), "minloc": _loc(lambda u, v: u < v),
+    "replace": lambda x, y: y, "no_op": lambda x, y: x,
+    "land": lambda x, y: x and y, "lor": lambda x, y: x or y, "lxor": lambda x, y: bool(x) != bool(y),
+    "band": lambda x, y: x & y, "bor": lambda x, y: x | y, "bxor": lambda x, y: x ^ y,
 }
 
 
@@ -33,8 +55,12 @@ class Op(str):
         with np.errstate(all="ignore"):  # wrap-around and overflow are MPI's too
             return _COMBINE[str(self)](acc, value)
 
+    def __call__(self, x, y):
+        """``x op y`` on Python objects, as mpi4py's reductions of objects combine them."""
+        return _OBJECTS[str(self)](x, y)
+
     def Is_commutative(self) -> bool:
-        return True
+        return str(self) not in ("replace", "no_op")
 
     def Free(self) -> None:
         pass
@@ -50,7 +76,8 @@ class Op(str):
         dst.write(self.combine(acc, dst.read()))
 
 
-OPS = {name.upper(): Op(name) for name in _COMBINE}
+OPS = {name.upper(): Op(name) for name in {**_COMBINE, **_OBJECTS}}
+OPS["OP_NULL"] = Op("op_null")
 
 
 def reduce_in_order(values, op) -> np.ndarray:
