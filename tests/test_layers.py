@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                        "mpibench.sim.collectives", "mpibench.sim.mpi", "mpibench.sim.handles",
                        "mpibench.sim.buffers", "mpibench.sim.ops", "mpibench.sim.requests",
                        "mpibench.sim.handles_p2p", "mpibench.sim.handles_cco", "mpibench.sim.handles_obj",
+                       "mpibench.sim.handles_ulfm",
                        "mpibench.sim.threads", "mpibench.sim.process")),
     ("check", ("mpibench.check",)),
     ("kernels", ("mpibench.kernels",)),

@@ -20,6 +20,7 @@ from .buffers import message
 from .handles_cco import BufferCollectives, array_of
 from .handles_obj import ObjectCollectives
 from .handles_p2p import MorePointToPoint
+from .handles_ulfm import NonBlockingULFM
 
 
 def _now() -> float:
@@ -27,7 +28,7 @@ def _now() -> float:
 
 
 @M.uncharged
-class Comm(MorePointToPoint, BufferCollectives, ObjectCollectives):
+class Comm(MorePointToPoint, BufferCollectives, ObjectCollectives, NonBlockingULFM):
     def __init__(self, state: w.CommState, rank: int):
         self.state, self.rank = state, rank
         self.freed = False

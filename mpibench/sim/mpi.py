@@ -98,6 +98,12 @@ def Detach_buffer():
     return _attached.pop(_env.proc(), None)
 
 
+class buffer(bytearray):  # noqa: N801 - mirrors mpi4py.MPI.buffer
+    @classmethod
+    def allocate(cls, nbytes: int, clear: bool = False) -> "buffer":
+        return cls(nbytes)
+
+
 def Alloc_mem(nbytes: int, info=None) -> bytearray:
     return bytearray(nbytes)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import mpi as M
 from . import world as w
+from .collectives import Error
 
 _HANDLES: dict = {}  # handle -> the low-level request it names (filled when a handle is asked for)
 
@@ -61,9 +62,13 @@ class Then(w.Req):
 
     def outcome(self, now):
         state = self.inner.outcome(now)
-        if state[0] == "done" and self.finish is not None:
-            finish, self.finish = self.finish, None
-            finish(self.inner.result())
+        if state[0] == "done":
+            result = self.inner.result()
+            if isinstance(result, Error):  # a collective that fails uniformly (agree)
+                return "error", result.error_class
+            if self.finish is not None:
+                finish, self.finish = self.finish, None
+                finish(result)
         return state
 
 
