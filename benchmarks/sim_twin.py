@@ -10,6 +10,7 @@ and prints every difference with its two replay commands. Exit 0 when every case
     nice -n 15 python benchmarks/sim_twin.py OUT [--sizes 2,3,4] [--strategies ring,...]
         [--recoveries shrink,respawn] [--scenarios a,b] [--sampled N --sample-seed S] [--batch 12]
         [--reuse-mpi: only the simulated side again, against the real jobs OUT already holds]
+        [--record CSV [--tag TAG]: append the counts; --record-only: append those OUT/twin.json holds]
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ RECORD_COLUMNS = ["date", "tag", "cases", "identical", "differing", "sizes", "st
                   "sampled_sweep_cases", "differing_cases", "wall_s", "launches"]
 
 
-def record(a, summary: dict, differing) -> None:
+def record(a, summary: dict, differing_ids) -> None:
     import csv
     import datetime
 
@@ -34,11 +35,11 @@ def record(a, summary: dict, differing) -> None:
         writer = csv.DictWriter(f, fieldnames=RECORD_COLUMNS)
         if new:
             writer.writeheader()
-        writer.writerow({"date": datetime.date.today().isoformat(), "tag": "simulated vs measured",
+        writer.writerow({"date": datetime.date.today().isoformat(), "tag": a.tag,
                          "cases": summary["cases"], "identical": summary["identical"],
                          "differing": summary["differing"], "sizes": a.sizes.replace(",", " "),
                          "strategies": a.strategies.replace(",", " "), "recoveries": a.recoveries.replace(",", " "),
-                         "sampled_sweep_cases": a.sampled, "differing_cases": " ".join(r.case.case_id for r in differing),
+                         "sampled_sweep_cases": a.sampled, "differing_cases": " ".join(differing_ids),
                          "wall_s": summary["wall_s"], "launches": 1})
 
 
@@ -60,9 +61,19 @@ def main() -> int:
     ap.add_argument("--mpiexec", default=None)
     ap.add_argument("--reuse-mpi", action="store_true",
                     help="compare with the real jobs an earlier run left in OUT; only the simulated side runs again")
+    ap.add_argument("--tag", default="simulated vs measured", help="the record row's tag")
+    ap.add_argument("--record-only", action="store_true",
+                    help="run nothing: append the counts OUT/twin.json already holds to --record")
     ap.add_argument("--record", type=Path, default=None,
                     help="append the counts to this CSV (the manual's is docs/measured/sim-twin.csv)")
     a = ap.parse_args()
+    if a.record_only:
+        if a.record is None or not (a.out / "twin.json").exists():
+            print("sim_twin: --record-only needs --record and an OUT holding twin.json", file=sys.stderr)
+            return 2
+        summary = json.loads((a.out / "twin.json").read_text())
+        record(a, summary, sorted(summary["differences"]))
+        return 0
     sizes = tuple(int(x) for x in a.sizes.split(","))
     cases = []
     if a.matrix == "yes":
@@ -80,7 +91,7 @@ def main() -> int:
     print(f"twin: {len(results)} cases, {summary['identical']} identical, {len(differing)} differing "
           f"({summary['wall_s']} s)")
     if a.record is not None:
-        record(a, summary, differing)
+        record(a, summary, [r.case.case_id for r in differing])
     return 1 if differing else 0
 
 

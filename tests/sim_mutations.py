@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ["tests/test_sim_twin_semantics.py", "tests/test_sim_world.py"]
+TESTS = ["tests/test_sim_twin_semantics.py", "tests/test_sim_world.py", "tests/test_sim_buffers.py"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,16 @@ MUTATIONS = [
              "mpibench/sim/p2p.py", "        req.msg = msg  # lands when",
              "        req.msg = msg\n        req.outcome(INF)  # lands when"),
     Mutation("dead-peer-send", "every send completes, also a large one to a dead peer", "mpibench/sim/p2p.py",
-             "req = SendReq(self, now, left_s, dst, src, nbytes <= self.world.options.inline_send_bytes)",
-             "req = SendReq(self, now, left_s, dst, src, True)"),
+             "inline = nbytes <= self.world.options.inline_send_bytes if inline is None else inline",
+             "inline = True"),
     Mutation("agree-or", "agree returns the OR of the flags, not the AND", "mpibench/sim/collectives.py",
              "value &= int(flag)", "value |= int(flag)"),
     Mutation("send-aliases", "a send keeps the caller's buffer, not a copy", "mpibench/sim/handles.py",
-             "return M.Request(self.state.send(self.rank, dest, tag, np.array(buf, copy=True), _now()))",
-             "return M.Request(self.state.send(self.rank, dest, tag, buf, _now()))"),
+             "data = np.array(buf, copy=True) if isinstance(buf, np.ndarray) else message(buf).read()",
+             "data = buf if isinstance(buf, np.ndarray) else message(buf).read()"),
+    Mutation("spec-count", "a message specification's count and displacement are ignored (the whole buffer goes)",
+             "mpibench/sim/buffers.py", "return Message(raw, datatype, int(count), int(displ), blocks, keep)",
+             "return Message(raw, datatype, raw.size // extent // blocks, 0, blocks, keep)"),
 ]
 
 

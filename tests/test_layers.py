@@ -29,6 +29,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the simulated MPI library and its clock: stand-ins for mpi4py, importing nothing of production
     ("simulated MPI", ("mpibench.sim.scheduler", "mpibench.sim.network", "mpibench.sim.p2p", "mpibench.sim.world",
                        "mpibench.sim.collectives", "mpibench.sim.mpi", "mpibench.sim.handles",
+                       "mpibench.sim.buffers", "mpibench.sim.ops", "mpibench.sim.requests",
+                       "mpibench.sim.handles_p2p", "mpibench.sim.handles_cco", "mpibench.sim.handles_obj",
+                       "mpibench.sim.handles_ulfm",
                        "mpibench.sim.threads", "mpibench.sim.process")),
     ("check", ("mpibench.check",)),
     ("kernels", ("mpibench.kernels",)),

@@ -9,10 +9,12 @@ the call raise that MPI error class.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from .ops import reduce_in_order
 from .world import ERR_PROC_FAILED, ERR_SPAWN, CommState
 
 
@@ -26,13 +28,7 @@ def _ranks(coll):
 
 
 def _reduce(values, op: str):
-    acc = np.array(values[0], copy=True)
-    for v in values[1:]:
-        if op == "max":
-            np.maximum(acc, v, out=acc)
-        else:
-            acc += v
-    return acc
+    return reduce_in_order(values, op)
 
 
 def _recursive_doubling(values, op: str):
@@ -106,7 +102,10 @@ def allreduce_obj(world, coll, absent) -> None:
     ranks = _ranks(coll)
     op = coll.contribs[ranks[0]][1][1]
     values = [coll.contribs[r][1][0] for r in ranks]
-    total = max(values) if op == "max" else (min(values) if op == "min" else sum(values[1:], values[0]))
+    if op in ("sum", "max", "min"):
+        total = max(values) if op == "max" else (min(values) if op == "min" else sum(values[1:], values[0]))
+    else:  # the other operations, as mpi4py combines objects left to right
+        total = functools.reduce(op, values)
     for r in ranks:
         coll.results[r] = world.copy(total)
 

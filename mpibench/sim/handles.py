@@ -14,7 +14,13 @@ import pickle
 import numpy as np
 
 from . import mpi as M
+from . import requests  # noqa: F401 - registers MPI.Request and MPI.Prequest
 from . import world as w
+from .buffers import message
+from .handles_cco import BufferCollectives, array_of
+from .handles_obj import ObjectCollectives
+from .handles_p2p import MorePointToPoint
+from .handles_ulfm import NonBlockingULFM
 
 
 def _now() -> float:
@@ -22,7 +28,7 @@ def _now() -> float:
 
 
 @M.uncharged
-class Comm:
+class Comm(MorePointToPoint, BufferCollectives, ObjectCollectives, NonBlockingULFM):
     def __init__(self, state: w.CommState, rank: int):
         self.state, self.rank = state, rank
         self.freed = False
@@ -104,23 +110,41 @@ class Comm:
         if not (self.state.revoked_s <= _now() and self.state.world.options.revoked_sends == "accepted"):
             self._usable((dest,))
 
-    def Isend(self, buf, dest: int, tag: int = 0) -> M.Request:
+    def _post_send(self, buf, dest: int, tag: int, inline: bool | None = None):
+        """The low-level send request (``inline``: see PointToPoint.send); a copy of the data
+        goes with it, so the caller's buffer is free at once (eager, as MPI may buffer)."""
+        if dest == M.PROC_NULL:  # nothing to send, but a revoked communicator still refuses
+            self._usable()
+            return w.SendReq(self.state, _now(), _now())
         accepted = self._revoked_send()
         if accepted is not None:
-            return accepted
+            return accepted.req
         self._usable()  # a dead receiver fails the wait, never the post (Open MPI 5.0.11)
-        return M.Request(self.state.send(self.rank, dest, tag, np.array(buf, copy=True), _now()))
+        data = np.array(buf, copy=True) if isinstance(buf, np.ndarray) else message(buf).read()
+        return self.state.send(self.rank, dest, tag, data, _now(), inline)
+
+    def _post_recv(self, buf, source: int, tag: int):
+        if source == M.PROC_NULL:
+            self._usable()
+            req = w.SendReq(self.state, _now(), _now())
+            req.source_rank, req.tag_seen = M.PROC_NULL, M.ANY_TAG
+            return req
+        self._usable()
+        return self.state.recv(self.rank, source, tag, array_of(buf), _now())
+
+    def Isend(self, buf, dest: int, tag: int = 0) -> M.Request:
+        return M.Request(self._post_send(buf, dest, tag))
 
     def Irecv(self, buf, source: int = M.ANY_SOURCE, tag: int = M.ANY_TAG) -> M.Request:
-        self._usable()
-        return M.Request(self.state.recv(self.rank, source, tag, buf, _now()))
+        return M.Request(self._post_recv(buf, source, tag))
 
     def Send(self, buf, dest: int, tag: int = 0) -> None:
-        self._blocking_send_to(dest)
+        if dest != M.PROC_NULL:
+            self._blocking_send_to(dest)
         self.Isend(buf, dest, tag).Wait()
 
     def Recv(self, buf, source: int = M.ANY_SOURCE, tag: int = M.ANY_TAG, status=None) -> None:
-        self.Irecv(buf, source, tag).Wait()
+        self.Irecv(buf, source, tag).Wait(status)
 
     # -- point to point, objects
     def isend(self, obj, dest: int, tag: int = 0) -> M.Request:
@@ -172,19 +196,28 @@ class Comm:
         return M._wait(self._start(kind, payload, **kw))
 
     def Iallreduce(self, sendbuf, recvbuf, op=M.SUM) -> M.Request:
-        send = recvbuf if sendbuf is M.IN_PLACE else sendbuf
+        recvbuf = array_of(recvbuf)
+        send = recvbuf if sendbuf is M.IN_PLACE else array_of(sendbuf)
         return M.Request(self._start("allreduce", (np.array(send, copy=True), recvbuf, op)))
 
     def Allreduce(self, sendbuf, recvbuf, op=M.SUM) -> None:
         self.Iallreduce(sendbuf, recvbuf, op).Wait()
 
     def Iallgather(self, sendbuf, recvbuf) -> M.Request:
-        return M.Request(self._start("allgather", (np.array(sendbuf, copy=True), recvbuf)))
+        if sendbuf is M.IN_PLACE or sendbuf is None:  # this rank's block of recvbuf is its contribution
+            recv = message(recvbuf, blocks=self.Get_size())
+            return M.Request(self._start("allgather", (recv.read(self.rank * recv.count, recv.count), recv.view())))
+        return M.Request(self._start("allgather", (np.array(array_of(sendbuf), copy=True), array_of(recvbuf))))
 
     def Allgather(self, sendbuf, recvbuf) -> None:
         self.Iallgather(sendbuf, recvbuf).Wait()
 
     def Ibcast(self, buf, root: int = 0) -> M.Request:
+        if not isinstance(buf, np.ndarray) and message(buf).datatype.offsets is not None:
+            msg = message(buf)  # a derived datatype: its elements travel packed, and land in place
+            packed = msg.read()
+            return M.Request(requests.Then(self._start("bcast", (packed, root)), lambda _: msg.write(packed)))
+        buf = array_of(buf)
         mine = np.array(buf, copy=True) if self.rank == root else buf
         return M.Request(self._start("bcast", (mine, root)))
 

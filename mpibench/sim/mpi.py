@@ -12,18 +12,24 @@ process's own. What is not here is not simulated: using it raises
 from __future__ import annotations
 
 from . import world as w
+from .buffers import TYPES, Datatype  # noqa: F401 - MPI.Datatype, MPI.INT, MPI.FLOAT, ...
 from .collectives import Error
+from .ops import OPS, Op  # noqa: F401 - MPI.Op, MPI.SUM, MPI.MAX, ...
+
+globals().update(TYPES)
+globals().update(OPS)
 
 ERR_OTHER, ERR_SPAWN, ERR_UNKNOWN, ERR_IN_STATUS = w.ERR_OTHER, w.ERR_SPAWN, 14, w.ERR_IN_STATUS
 ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED = w.ERR_PROC_FAILED, w.ERR_PROC_FAILED_PENDING, w.ERR_REVOKED
 SUCCESS, IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 0, 1, 2, 3
 UNDEFINED, ANY_SOURCE, ANY_TAG, PROC_NULL = -32766, -1, -1, -2
-SUM, MAX, MIN = "sum", "max", "min"
 COMM_TYPE_SHARED = 0
 UNIVERSE_SIZE = 8  # an attribute key, as mpi4py's MPI.UNIVERSE_SIZE
 ERRORS_RETURN, ERRORS_ARE_FATAL = "errors_return", "errors_are_fatal"
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
-IN_PLACE = object()
+IN_PLACE, BOTTOM = object(), object()  # distinct, as in a library where MPI_IN_PLACE != MPI_BOTTOM
+ERR_ROOT, ERR_TRUNCATE, BSEND_OVERHEAD = 7, w.ERR_TRUNCATE, 96  # Open MPI 5's MPI_BSEND_OVERHEAD
+_attached = {}  # process -> the buffer it attached (sends here never need it: they copy at once)
 _STRINGS = {  # as Open MPI 5.0.11's MPI.Get_error_string gives them
     ERR_PROC_FAILED: "MPI_ERR_PROC_FAILED: Process Failure",
     ERR_PROC_FAILED_PENDING: "MPI_ERR_PROC_FAILED_PENDING: Process Failure during an MPI_ANY_SOURCE "
@@ -84,9 +90,34 @@ class Exception(Exception):  # noqa: A001 - mirrors mpi4py.MPI.Exception
         return _STRINGS.get(self.error_class, f"MPI error class {self.error_class}")
 
 
+def Attach_buffer(buf) -> None:
+    _attached[_env.proc()] = buf
+
+
+def Detach_buffer():
+    return _attached.pop(_env.proc(), None)
+
+
+class buffer(bytearray):  # noqa: N801 - mirrors mpi4py.MPI.buffer
+    @classmethod
+    def allocate(cls, nbytes: int, clear: bool = False) -> "buffer":
+        return cls(nbytes)
+
+
+def Alloc_mem(nbytes: int, info=None) -> bytearray:
+    return bytearray(nbytes)
+
+
+def Free_mem(mem) -> None:
+    pass
+
+
 class Status:
     def __init__(self):
         self.source, self.tag, self.error = ANY_SOURCE, ANY_TAG, 0
+
+    def Is_cancelled(self) -> bool:
+        return False  # a send is never cancelled here (MPI lets a library refuse)
 
     def Get_error(self) -> int:
         return self.error
@@ -136,7 +167,6 @@ class _Null:
 
 
 COMM_NULL = _Null()
-REQUEST_NULL = _Null()
 
 
 def uncharged(cls):
@@ -157,8 +187,9 @@ def uncharged(cls):
         return call
 
     for name, value in list(vars(cls).items()):
-        if name[0].isupper() or name in ("isend", "irecv", "send", "recv", "bcast", "allgather",
-                                         "gather", "allreduce", "barrier", "scatter", "sendrecv"):
+        if name[0].isupper() or name in ("isend", "irecv", "send", "recv", "bcast", "allgather", "gather",
+                                         "allreduce", "barrier", "scatter", "sendrecv", "alltoall",
+                                         "reduce", "scan", "exscan"):
             if isinstance(value, staticmethod):
                 setattr(cls, name, staticmethod(wrap(value.__func__)))
             elif callable(value):
@@ -192,57 +223,7 @@ def _wait(req):
     return result
 
 
-@uncharged
-class Request:
-    def __init__(self, req):
-        self.req = req
-
-    def Test(self, status=None) -> bool:
-        state, error_class = self.req.outcome(_env.sched.now())
-        if state == "error":
-            _learn(self.req, error_class)
-            _raise(error_class)
-        return state == "done"
-
-    def Wait(self, status=None) -> bool:
-        _wait(self.req)
-        return True
-
-    def Cancel(self) -> None:
-        self.req.cancelled = True
-
-    def Free(self) -> None:
-        pass
-
-    @staticmethod
-    def Testall(requests, statuses=None) -> bool:
-        live = [r.req for r in requests if isinstance(r, Request)]
-        if _all_done(live, statuses):
-            return True
-        actor = _env.sched.me()
-        key = id(requests)
-        polls = actor.polls + 1 if getattr(actor, "poll_key", None) == key else 0
-        actor.poll_key, actor.polls = key, polls
-        quantum = min(2e-3, 20e-6 * 2 ** min(polls, 10))  # a test that keeps failing waits longer
-
-        def ready():
-            times = [r.ready_at(w.INF) for r in live]
-            errors = [t for r, t in zip(live, times) if t is not None and r.error is not None]
-            if errors:
-                return min(errors)
-            return None if None in times else max(times)
-
-        _env.sched.block(ready, _env.sched.now() + quantum)
-        return _all_done(live, statuses)
-
-    @staticmethod
-    def Waitall(requests, statuses=None) -> bool:
-        """Every request finished; ``ERR_IN_STATUS`` when one failed (its class in its status)."""
-        live = [r.req for r in requests if isinstance(r, Request)]
-        _env.sched.block(lambda: _latest(live))
-        if "error" in _states(live, statuses):
-            _raise(ERR_IN_STATUS)
-        return True
+Request = Prequest = Grequest = REQUEST_NULL = None  # registered by mpibench.sim.requests
 
 
 def _latest(reqs) -> float | None:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .scheduler import INF
 
-ERR_OTHER, ERR_IN_STATUS, ERR_SPAWN = 16, 18, 50
+ERR_TRUNCATE, ERR_OTHER, ERR_IN_STATUS, ERR_SPAWN = 15, 16, 18, 50
 ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED = 75, 76, 77
 
 
@@ -104,12 +104,14 @@ class RecvReq(Req):
             if self.buf is None:
                 self.data = msg.data
             else:
-                np.copyto(self.buf.reshape(-1), np.asarray(msg.data).reshape(-1).view(self.buf.dtype))
+                _land(self.buf, np.asarray(msg.data).reshape(-1))
         return state
 
     def ready_at(self, now):
         if self.done_s is not None:
             return self.done_s
+        if self.error is not None and self.error[1] == ERR_TRUNCATE:
+            return self.error[0]
         if self.cancelled:
             return None
         times = []
@@ -126,6 +128,15 @@ class RecvReq(Req):
         return self.error[0]
 
 
+def _land(buf: np.ndarray, data: np.ndarray) -> None:
+    """A message into its receive buffer: the whole buffer, or its first bytes when the message
+    is shorter (MPI fills only what was sent; a longer one failed at the match)."""
+    if data.nbytes == buf.nbytes:
+        np.copyto(buf.reshape(-1), data.view(buf.dtype))
+    else:
+        buf.reshape(-1).view(np.uint8)[:data.nbytes] = data.view(np.uint8)
+
+
 def _matches(recv: RecvReq, source: int, tag: int) -> bool:
     return (recv.source < 0 or recv.source == source) and (recv.tag < 0 or recv.tag == tag) and not recv.cancelled
 
@@ -134,11 +145,13 @@ class PointToPoint:
     """A communicator's messages not yet received and receives not yet matched (a mixin of
     :class:`mpibench.sim.world.CommState`)."""
 
-    def send(self, rank: int, dest: int, tag: int, data, now: float) -> SendReq:
+    def send(self, rank: int, dest: int, tag: int, data, now: float, inline: bool | None = None) -> SendReq:
+        """``inline``: None by the message's size; True for a buffered send, False for a synchronous one."""
         nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
         src, dst = self.procs[rank], self.procs[dest]
         left_s = now + self.world.net.message_s(nbytes, src.gid, dst.gid)
-        req = SendReq(self, now, left_s, dst, src, nbytes <= self.world.options.inline_send_bytes)
+        inline = nbytes <= self.world.options.inline_send_bytes if inline is None else inline
+        req = SendReq(self, now, left_s, dst, src, inline)
         msg = Msg(rank, tag, data, left_s, req)
         for recv in self.posted.get(dest, []):
             if _matches(recv, rank, tag):
@@ -171,7 +184,9 @@ class PointToPoint:
 
     def _deliver(self, req: RecvReq, msg: Msg, now: float) -> None:
         req.done_s = max(req.post_s, msg.arrival_s)
-        req.source_rank = msg.source
+        req.source_rank, req.tag_seen = msg.source, msg.tag
+        if req.buf is not None and np.asarray(msg.data).nbytes > req.buf.nbytes:
+            req.error, req.done_s = (req.done_s, ERR_TRUNCATE), None  # MPI_ERR_TRUNCATE at the wait
         req.msg = msg  # lands when the receiver sees it done (RecvReq.outcome)
         if msg.send is not None:
             msg.send.matched_s = now

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .network import Network
-from .p2p import (ERR_IN_STATUS, ERR_OTHER, ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED,  # noqa: F401
+from .p2p import (ERR_IN_STATUS, ERR_OTHER, ERR_TRUNCATE, ERR_PROC_FAILED, ERR_PROC_FAILED_PENDING, ERR_REVOKED,  # noqa: F401
                   ERR_SPAWN, PointToPoint, RecvReq, Req, SendReq)
 from .scheduler import INF, Scheduler
 TOLERANT = {"agree", "shrink"}  # collectives that work on a revoked communicator and around the dead

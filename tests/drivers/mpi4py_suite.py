@@ -16,11 +16,17 @@ install()
 test_dir, ranks, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 sys.path.insert(0, test_dir)
 found = {}
+LOCAL_HELPERS = ("arrayimpl", "dlpackimpl", "mpiunittest", "mpitestutil")
 
 
 def body():
     from mpi4py import MPI
 
+    # Simulated processes share one interpreter, so each imports the test modules and their
+    # helpers afresh: arrayimpl keeps its loop's array type and type code in module state, which
+    # separate real processes never share (the second adaptation, the process model's too).
+    for name in [n for n in sys.modules if n.startswith("test_") or n in LOCAL_HELPERS]:
+        del sys.modules[name]
     try:
         suite = unittest.defaultTestLoader.loadTestsFromNames(names)
     except Exception as exc:  # noqa: BLE001 - a module that does not import: reported, not a crash
