@@ -181,5 +181,5 @@ class Hsdp(sharding.ShardedStrategy):
         share = nbytes / m
         within = (m - 1) * (cal.alpha_s + share * cal.beta_s_per_byte)
         swap = cal.alpha_s + share * cal.beta_s_per_byte
-        add = (m - 1 + 1) * share * cal.gamma_s_per_byte(nbytes)
-        return 2 * within + swap + add
+        adds = m * share * cal.gamma_s_per_byte(nbytes)  # m - 1 group copies and the replica's, n/m each
+        return 2 * within + swap + adds
