@@ -172,14 +172,21 @@ class Hsdp(sharding.ShardedStrategy):
         return self._plain
 
     @staticmethod
-    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
-        """Direct reduce-scatter and all-gather within a group of m = ceil(p/2) (m-1 messages of
-        n/m each), and one swap of n/m across the groups."""
+    def part_cost_s(part: str, cal, p: int, nbytes: float) -> float:
+        """Within a group of m = ceil(p/2): m-1 messages of n/m each way; the reduce-scatter adds
+        the swap of n/m with the replica and m additions of n/m."""
         if p <= 1:
             return cal.call_overhead_s
         m = (p + 1) // 2
         share = nbytes / m
-        within = (m - 1) * (cal.alpha_s + share * cal.beta_s_per_byte)
-        swap = cal.alpha_s + share * cal.beta_s_per_byte
-        adds = m * share * cal.gamma_s_per_byte(nbytes)  # m - 1 group copies and the replica's, n/m each
-        return 2 * within + swap + adds
+        t = (m - 1) * (cal.alpha_s + share * cal.beta_s_per_byte)
+        if part == "reduce-scatter":
+            t += cal.alpha_s + share * cal.beta_s_per_byte + m * share * cal.gamma_s_per_byte(nbytes)
+        return t
+
+    @staticmethod
+    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
+        """The group's reduce-scatter with the replica swap, then the group's all-gather."""
+        if p <= 1:
+            return cal.call_overhead_s
+        return Hsdp.part_cost_s("reduce-scatter", cal, p, nbytes) + Hsdp.part_cost_s("all-gather", cal, p, nbytes)
