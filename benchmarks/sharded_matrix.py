@@ -164,22 +164,25 @@ def _merge(path: Path, new: list[dict]) -> list[dict]:
 
 
 def write_summary(path: Path, rows: list[dict]) -> None:
-    """One line per (engine, momentum, world size): how many runs passed and how many
-    combinations were refused, each of how many, and which cell did not come out as expected."""
+    """One line per (engine, momentum, world size, strategies: hsdp apart, its replicas change what
+    is refused): how many runs passed and how many combinations were refused, each of how many,
+    and which cell did not come out as expected."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["engine"], r["momentum"], r["workers"]), []).append(r)
-    columns = ("engine", "momentum", "workers", "runs", "runs_passed", "refusals", "refusals_as_expected",
-               "not_as_expected")
+        family = "hsdp" if r["strategy"] == "hsdp" else "zero-ring zero-halving"
+        groups.setdefault((r["engine"], f"{float(r['momentum']):g}", r["workers"], family), []).append(r)
+    columns = ("engine", "momentum", "workers", "strategies", "runs", "runs_passed", "refusals",
+               "refusals_as_expected", "not_as_expected")
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, columns)
         writer.writeheader()
-        for (engine, momentum, workers), group in groups.items():
+        for (engine, momentum, workers, family), group in sorted(groups.items(), key=lambda g: g[0][3] == "hsdp"):
             runs = [r for r in group if r["expected"] == "ok"]
             refused = [r for r in group if r["expected"] == "refused"]
             bad = [f"{r['strategy']} {r['scenario']} {r['recovery']}: {r['outcome']}" for r in group
                    if r["outcome"] != r["expected"]]
-            writer.writerow({"engine": engine, "momentum": momentum, "workers": workers, "runs": len(runs),
+            writer.writerow({"engine": engine, "momentum": momentum, "workers": workers, "strategies": family,
+                             "runs": len(runs),
                              "runs_passed": sum(r["outcome"] == "ok" for r in runs), "refusals": len(refused),
                              "refusals_as_expected": sum(r["outcome"] == "refused" for r in refused),
                              "not_as_expected": "; ".join(bad)})
