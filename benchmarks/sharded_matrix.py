@@ -1,4 +1,4 @@
-"""Every named scenario under the sharded strategies, both recoveries, on MPI and simulated.
+"""Every named scenario under the sharded strategies (hsdp's replicas included), both recoveries, on MPI and simulated.
 
 One row per (engine, world size, strategy, scenario, recovery, momentum) in
 ``docs/measured/sharded_matrix.csv``: what the run came to (the checker's
@@ -10,6 +10,7 @@ earlier rows, so the matrix is built in pieces that each fit a short job:
 
     python benchmarks/sharded_matrix.py --engine mpi --workers 3
     python benchmarks/sharded_matrix.py --engine sim --workers 2,3,4 --momentum 0,0.9
+    python benchmarks/sharded_matrix.py --engine mpi --workers 3 --strategies hsdp --momentum 0,0.9
 
 Real runs go through the sweep driver's batches (``--cases-per-launch`` cases per
 ``mpirun``; a finding from a batch is run again alone, as ``sweep`` does) under
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STRATEGIES = ("zero-ring", "zero-halving")
+STRATEGIES = ("zero-ring", "zero-halving", "hsdp")
 RECOVERIES = ("shrink", "respawn")
 STEPS = 5  # the scenarios' faults fall on steps 1-3; one step after the last heal
 COLUMNS = ("engine", "workers", "strategy", "scenario", "recovery", "momentum", "expected", "outcome",
@@ -70,10 +71,11 @@ class Cell:
                     load_schedule(self.scenario, self.workers), extra)
 
 
-def cells(engine: str, workers: list[int], momenta: list[float], scenarios: list[str]) -> list[Cell]:
+def cells(engine: str, workers: list[int], momenta: list[float], scenarios: list[str],
+          strategies=STRATEGIES) -> list[Cell]:
     from mpibench.faults.scenarios import ALL_SCENARIOS
 
-    return [Cell(engine, p, s, name, r, mu) for p in workers for mu in momenta for s in STRATEGIES
+    return [Cell(engine, p, s, name, r, mu) for p in workers for mu in momenta for s in strategies
             for name in scenarios if p >= ALL_SCENARIOS[name][1] for r in RECOVERIES]
 
 
@@ -162,22 +164,25 @@ def _merge(path: Path, new: list[dict]) -> list[dict]:
 
 
 def write_summary(path: Path, rows: list[dict]) -> None:
-    """One line per (engine, momentum, world size): how many runs passed and how many
-    combinations were refused, each of how many, and which cell did not come out as expected."""
+    """One line per (engine, momentum, world size, strategies: hsdp apart, its replicas change what
+    is refused): how many runs passed and how many combinations were refused, each of how many,
+    and which cell did not come out as expected."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["engine"], r["momentum"], r["workers"]), []).append(r)
-    columns = ("engine", "momentum", "workers", "runs", "runs_passed", "refusals", "refusals_as_expected",
-               "not_as_expected")
+        family = "hsdp" if r["strategy"] == "hsdp" else "zero-ring zero-halving"
+        groups.setdefault((r["engine"], f"{float(r['momentum']):g}", r["workers"], family), []).append(r)
+    columns = ("engine", "momentum", "workers", "strategies", "runs", "runs_passed", "refusals",
+               "refusals_as_expected", "not_as_expected")
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, columns)
         writer.writeheader()
-        for (engine, momentum, workers), group in groups.items():
+        for (engine, momentum, workers, family), group in sorted(groups.items(), key=lambda g: g[0][3] == "hsdp"):
             runs = [r for r in group if r["expected"] == "ok"]
             refused = [r for r in group if r["expected"] == "refused"]
             bad = [f"{r['strategy']} {r['scenario']} {r['recovery']}: {r['outcome']}" for r in group
                    if r["outcome"] != r["expected"]]
-            writer.writerow({"engine": engine, "momentum": momentum, "workers": workers, "runs": len(runs),
+            writer.writerow({"engine": engine, "momentum": momentum, "workers": workers, "strategies": family,
+                             "runs": len(runs),
                              "runs_passed": sum(r["outcome"] == "ok" for r in runs), "refusals": len(refused),
                              "refusals_as_expected": sum(r["outcome"] == "refused" for r in refused),
                              "not_as_expected": "; ".join(bad)})
@@ -192,6 +197,7 @@ def main() -> int:
     parser.add_argument("--workers", default="2,3,4")
     parser.add_argument("--momentum", default="0", help="comma-separated momenta (0: plain SGD)")
     parser.add_argument("--scenarios", default=",".join(ALL_SCENARIOS))
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--refusals-on-mpi", default=None, metavar="WORKERS",
                         help="world sizes whose refused combinations are launched on MPI (default: all)")
     parser.add_argument("--cases-per-launch", type=int, default=8)
@@ -205,7 +211,8 @@ def main() -> int:
         print(f"sharded_matrix: unknown scenario {', '.join(unknown)}", file=sys.stderr)
         return 2
     todo = cells(args.engine, [int(w) for w in parse_list(args.workers, "--workers")],
-                 [float(m) for m in parse_list(args.momentum, "--momentum")], scenarios)
+                 [float(m) for m in parse_list(args.momentum, "--momentum")], scenarios,
+                 parse_list(args.strategies, "--strategies"))
     if args.engine == "mpi" and args.refusals_on_mpi is not None:
         keep = {int(w) for w in parse_list(args.refusals_on_mpi, "--refusals-on-mpi")} if args.refusals_on_mpi else set()
         todo = [c for c in todo if not c.refused() or c.workers in keep]

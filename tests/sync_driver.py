@@ -108,6 +108,7 @@ def variants(length: int, p: int):
     yield "auto", {"bucket_bytes": 4096, "calibration": MIXED}
     yield "zero-ring", {}  # reduce() = its reduce-scatter + all-gather on a plain buffer
     yield "zero-halving", {}
+    yield "hsdp", {}  # in-group reduce-scatter, the replicas' swap, in-group all-gather
 
 
 def step_cases(comm: Comm, backend, p: int) -> int:
@@ -150,7 +151,7 @@ def sharded_step_cases(comm: Comm, backend, p: int) -> int:
         native.synchronize(want, grad.copy(), count, 0.1)
         for ids in (tuple(range(p)), tuple(reversed(range(p)))):
             ordered = Comm(comm.mpi, ids, deadline_s=60)
-            for name in ("zero-ring", "zero-halving"):
+            for name in ("zero-ring", "zero-halving", "hsdp"):
                 strategy = make_strategy(name, ordered, backend, n_params, {})
                 params = start.copy()
                 reduction = strategy.synchronize(params, grad.copy(), count, 0.1)

@@ -26,7 +26,7 @@ class ReadsUnknownOption(SyncStrategy):
 
 def test_builtins_and_checked_strategies():
     assert list(registry.BUILTIN) == ["native", "ring", "ps", "rd", "rabenseifner", "hier", "auto",
-                                      "zero-ring", "zero-halving"]
+                                      "zero-ring", "zero-halving", "hsdp"]
     assert set(registry.SHARDED) <= set(registry.BUILTIN) and not set(registry.SHARDED) & set(registry.CHECKED)
     assert set(registry.CHECKED) <= set(registry.BUILTIN) and "native" not in registry.CHECKED
     for name in registry.BUILTIN:

@@ -8,10 +8,19 @@ per core rank of the largest power of two ``q`` not above ``p``, the first
 ``2 (p - q)`` members folded in pairs, the odd one of each pair in the core).
 Widths: the first ``n % s`` shards one element longer, zero-width shards when
 there are fewer elements than shards.
+
+``hsdp`` (shards within a group, replicas across groups): the group in
+ascending worker id is cut into two replica groups (one when it has a single
+member), the first ``ceil(p / 2)`` members and the rest. There are
+``ceil(p / 2)`` shards; in replica group ``k`` of ``m`` members, shard ``i``
+is owned by its member at position ``i mod m``, so every shard has one owner
+in each replica group. The model lists the shards once per replica group,
+group by group, with the owner of each.
 """
 from __future__ import annotations
 
-SHARDED = ("zero-ring", "zero-halving")
+SHARDED = ("zero-ring", "zero-halving", "hsdp")
+REPLICATED_SHARDS = ("hsdp",)  # strategies whose every shard has one owner per replica group
 
 
 def is_sharded(case) -> bool:
@@ -38,9 +47,23 @@ def _core_positions(p: int) -> list[int]:
     return [2 * v + 1 if v < extra else v + extra for v in range(q)]
 
 
-def expected(strategy: str, group: tuple, n: int) -> tuple[list, tuple]:
-    """(shards, owner worker ids) the strategy must use over ``group`` (worker ids, ascending)."""
+def replica_groups(strategy: str, group) -> list[list[int]]:
+    """The worker ids of each replica group (one group, all members, for an unreplicated strategy)."""
     members = sorted(group)
+    if strategy not in REPLICATED_SHARDS or len(members) < 2:
+        return [members]
+    first = (len(members) + 1) // 2
+    return [members[:first], members[first:]]
+
+
+def expected(strategy: str, group: tuple, n: int) -> tuple[list, tuple]:
+    """(shards, owner worker ids) the strategy must use over ``group`` (worker ids, ascending);
+    for a replicated one, every replica group's shards in turn."""
+    members = sorted(group)
+    if strategy in REPLICATED_SHARDS:
+        groups = replica_groups(strategy, members)
+        pieces = shard_pieces(n, len(groups[0]))
+        return pieces * len(groups), tuple(g[i % len(g)] for g in groups for i in range(len(pieces)))
     positions = list(range(len(members))) if strategy == "zero-ring" else _core_positions(len(members))
     return shard_pieces(n, len(positions)), tuple(members[i] for i in positions)
 

@@ -83,6 +83,7 @@ class MomentumState:
 
 
 SHARDED_STATE = ("zero-ring", "zero-halving")  # strategies whose state is held by one owner per shard
+REPLICATED_STATE = ("hsdp",)  # every shard's state held by one owner in each of two replica groups
 STEPS_A_COPY = ("ps",)  # the server steps a pulled copy of its slice: no place for state
 
 
@@ -98,6 +99,8 @@ def refusal(strategy: str, momentum: float, recovery: str, schedule, straggler_d
     name = getattr(schedule, "name", "the schedule")
     kills, parts = list(schedule.kills), list(schedule.partitions)
     late = bool(schedule.delays) and straggler_deadline > 0
+    if strategy in REPLICATED_STATE:
+        return _replicated_refusal(strategy, name, schedule, kills, bool(parts) or late, recovery)
     if strategy in SHARDED_STATE and (kills or parts or late):
         return (f"{strategy} with --momentum cannot survive {name}: a shard's optimizer state is held "
                 "by its owner alone, and a death, a cut or a dropped straggler re-shards it without "
@@ -108,6 +111,28 @@ def refusal(strategy: str, momentum: float, recovery: str, schedule, straggler_d
     if late or any(p.to_step is not None for p in parts):
         return (f"--momentum cannot run {name}: a worker that rejoins (a healed side, a dropped "
                 "straggler) takes the parameters but not the optimizer state")
+    return None
+
+
+def _replicated_refusal(strategy: str, name: str, schedule, kills: list, rejoins: bool,
+                        recovery: str) -> str | None:
+    """HSDP hands a dead owner's state over from its replica: refused only where one step's deaths
+    (before the handover after them commits) take every holder of a shard, or a worker rejoins.
+    A death after applying may surface at the next step, so it is counted with that step's too."""
+    from mpibench.sync.hsdp import lost_shards
+
+    if rejoins:
+        return (f"{strategy} with --momentum cannot run {name}: a worker that rejoins (a cut, a dropped "
+                "straggler) holds stale optimizer state, and the handover cannot tell it from the replica's")
+    members = list(range(max([schedule.world_size] + [k.rank + 1 for k in kills])))
+    for step in sorted({k.step for k in kills}):
+        dead = {k.rank for k in kills if k.step == step or (k.step == step - 1 and k.phase == "after_apply")}
+        lost = lost_shards(members, dead)
+        if lost:
+            return (f"{strategy} with --momentum cannot survive {name}: the deaths at step {step} "
+                    f"(workers {sorted(dead)}) take both replicas of shard {lost[0]}'s optimizer state")
+        if recovery != "respawn":
+            members = [m for m in members if m not in dead]
     return None
 
 

@@ -69,6 +69,11 @@ class PhaseBackend:
     def __getattr__(self, name):
         return getattr(self._backend, name)
 
+    @property
+    def optimizer(self):
+        """The optimizer's state (None without one): a strategy that re-shards it hands it over."""
+        return self._optimizer
+
     def apply_update(self, *args, **kwargs):
         self._on_apply()
         if self._optimizer is not None:  # the optimizer's state steps with the parameters

@@ -32,7 +32,7 @@ from mpibench.drive.cases import Case
 from mpibench.faults.schedule import Delay, Kill, Partition, Schedule, validate
 
 # The sharded strategies (mpibench.sync.registry.SHARDED; not imported: that would load MPI).
-SHARDED = ("zero-ring", "zero-halving")
+SHARDED = ("zero-ring", "zero-halving", "hsdp")
 STRAGGLER_DEADLINE_S = 0.15
 LATE_S = 0.6
 

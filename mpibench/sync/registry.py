@@ -25,6 +25,7 @@ from mpibench.base.config import UsageError
 from .auto import Auto
 from .base import SyncStrategy
 from .hier import Hierarchical
+from .hsdp import Hsdp
 from .native import NativeAllreduce
 from .ps import ParameterServer
 from .rabenseifner import Rabenseifner
@@ -37,7 +38,7 @@ ENTRY_POINT_GROUP = "mpibench.strategies"
 
 BUILTIN: dict[str, type[SyncStrategy]] = {cls.name: cls for cls in (
     NativeAllreduce, RingAllreduce, ParameterServer, RecursiveDoubling, Rabenseifner, Hierarchical, Auto,
-    ZeroRing, ZeroHalving)}
+    ZeroRing, ZeroHalving, Hsdp)}
 
 # The hand-written strategies every fault scenario and the sweep run by default (native is the
 # baseline the benchmarks divide by).
@@ -45,7 +46,7 @@ CHECKED: tuple[str, ...] = ("ring", "ps", "rd", "rabenseifner", "hier", "auto")
 
 # The sharded strategies (reduce-scatter, each rank steps its own shard, all-gather): run by
 # name (run, sweep --strategies, sim exhaustive), not in the main job's default set.
-SHARDED: tuple[str, ...] = ("zero-ring", "zero-halving")
+SHARDED: tuple[str, ...] = ("zero-ring", "zero-halving", "hsdp")
 
 # The options a strategy may read from its ``options`` dict, and what each means.
 OPTIONS: dict[str, str] = {

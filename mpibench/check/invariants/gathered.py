@@ -5,7 +5,10 @@ the parameters it holds after the step, and each owner the digest of the shard
 it stepped, right after stepping it. Every shard's digest must be the same on
 every contributor and equal its owner's, and equal that shard of the copy the
 ``equivalence`` check compares with the reference: a stale or corrupted gather
-names the shard, its owner and the worker that holds something else.
+names the shard, its owner and the worker that holds something else. With
+replicas (``hsdp``) a shard is listed once per replica group with that group's
+owner, so every rank must hold what each replica stepped: the replicas stepped
+the same bits.
 """
 from __future__ import annotations
 
@@ -29,12 +32,12 @@ def check(case, view):
     stepped = {}
     for w, e in records.items():
         for piece, d in zip(e["owned"], e["stepped"]):
-            stepped[piece] = (w, d)
+            stepped[(w, piece)] = d
     copy = next((full_params(a.full_after) for a in active if a.full_after is not None), None)
     for i, (piece, owner) in enumerate(zip(shards, owners)):
-        if piece not in stepped:
+        if (owner, piece) not in stepped:
             return False, f"shard {i} {piece}: its owner {owner} recorded no step of it"
-        by, want = stepped[piece]
+        by, want = owner, stepped[(owner, piece)]
         for w, e in records.items():
             if e["gathered"][i] != want:
                 return False, (f"shard {i} {piece}: worker {w} holds {e['gathered'][i][:12]}, "

@@ -4,7 +4,8 @@ Runs with ``--momentum`` only. Every contributor records the state it holds afte
 the step as ``(offset, length, float32 values)``. The checker's own velocity
 (``check/momentum.py``, float64 from the reference gradients) decides what each
 must hold: a replicated strategy the whole vector; a sharded one exactly the
-non-empty shards it owns (``check/sharded.py``), nothing of anyone else's; and
+non-empty shards it owns (``check/sharded.py``; with replicas, those it owns in its
+replica group), nothing of anyone else's; and
 the values within the velocity's float32 bound, element by element. Lost,
 stale, doubled or misplaced state is named with its worker and its range.
 """
@@ -37,7 +38,7 @@ def _owed(case, a, n: int, started: bool) -> list:
     if not is_sharded(case):
         return [(0, n)] if n else []
     shards, owners = expected(case.info["strategy"], a.group, n)
-    return [piece for piece, w in zip(shards, owners) if w == a.worker and piece[1]]
+    return sorted(piece for piece, w in zip(shards, owners) if w == a.worker and piece[1])
 
 
 def check(case, view):

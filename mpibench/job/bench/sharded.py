@@ -51,12 +51,12 @@ class CollectivePart:
             start[self._mine] = expected.sum[self._mine]
             self.start = backend.from_host(start)
 
-    def _owned_slice(self, widths) -> slice:
-        shard = self.strategy.owned_shard()
-        if shard is None:
-            return slice(0, 0)
-        offset = int(widths[:shard].sum())
-        return slice(offset, offset + int(widths[shard]))
+    def _owned_slice(self, widths) -> np.ndarray:
+        """The elements of the shards this rank owns (``owned_shards()`` where a rank may own several)."""
+        owned = getattr(self.strategy, "owned_shards", None)
+        shards = owned() if owned is not None else [self.strategy.owned_shard()]
+        parts = [np.arange(int(widths[:s].sum()), int(widths[:s + 1].sum())) for s in shards if s is not None]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def time_calls(self, calls: int) -> Timed:
         call = self.strategy.reduce_scatter if self.part == "reduce-scatter" else self.strategy.all_gather
