@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import random
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -23,20 +22,8 @@ from mpibench.faults import load_schedule
 from mpibench.kernels import NumpyBackend
 from mpibench.sync.hsdp import Hsdp, lost_shards
 from mpibench.sync.state_handover import StateLost, hand_over
+from fake_comm import FakeComm
 from simrun import run_cli
-
-
-@dataclass
-class FakeComm:
-    """What a strategy's constructor reads of its communicator (nothing is sent)."""
-
-    rank: int
-    size: int
-    worker_ids: tuple
-
-    @property
-    def worker_id(self) -> int:
-        return self.worker_ids[self.rank]
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 7])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -27,22 +26,10 @@ from mpibench.sync.registry import SHARDED
 from mpibench.sync.zero_halving import ZeroHalving
 from mpibench.sync.zero_ring import ZeroRing
 from mpibench.job.bench.sharded import fix_row
+from fake_comm import FakeComm
 from simrun import run_cli, run_driver
 
 SIZES = [0, 1, 2, 4, 677]  # 0, 1, fewer elements than ranks, uneven
-
-
-@dataclass
-class FakeComm:
-    """What a strategy's constructor reads of its communicator (nothing is sent)."""
-
-    rank: int
-    size: int
-    worker_ids: tuple
-
-    @property
-    def worker_id(self) -> int:
-        return self.worker_ids[self.rank]
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 5])
