@@ -202,23 +202,28 @@ class Message:
         self.elements()[self.positions(start, values.size // max(self.datatype._items(), 1))] = values
 
 
+def _items(spec, displ):
+    """(buffer, count, displacement, datatype) of a specification ``buf``, ``[buf, type]``,
+    ``[buf, count]``, ``[buf, count, type]`` or ``[buf, count, displ, type]``; ``displ`` when absent."""
+    if not isinstance(spec, (list, tuple)):
+        return spec, None, displ, None
+    if len(spec) == 2:
+        buf, second = spec
+        return (buf, None, displ, second) if isinstance(second, Datatype) else (buf, second, displ, None)
+    if len(spec) == 3:
+        return spec[0], spec[1], displ, spec[2]
+    if len(spec) == 4:
+        return tuple(spec)
+    raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
+
+
 def message(spec, blocks: int = 1) -> Message:
     """``spec`` resolved, ``count`` per block of ``blocks`` (a count given is per block, as mpi4py)."""
     if isinstance(spec, Message):
         return spec
-    buf, count, displ, datatype = spec, None, 0, None
-    if isinstance(spec, (list, tuple)):
-        if len(spec) == 2:
-            buf, second = spec
-            datatype, count = (second, None) if isinstance(second, Datatype) else (None, second)
-        elif len(spec) == 3:
-            buf, count, datatype = spec
-        elif len(spec) == 4:
-            buf, count, displ, datatype = spec
-        else:
-            raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
-        if isinstance(count, tuple):
-            count, displ = count
+    buf, count, displ, datatype = _items(spec, 0)
+    if isinstance(count, tuple):
+        count, displ = count
     raw, own, keep = memory(buf)
     datatype = datatype if datatype is not None else (own or TYPES["BYTE"])
     if not isinstance(datatype, Datatype) or datatype.dtype is None:
@@ -244,19 +249,9 @@ def vector(spec, size: int) -> tuple[Message, list[int], list[int]]:
     displacement in elements. ``[buf, (counts, displs), datatype]``, ``[buf, counts, datatype]``,
     ``[buf, counts]`` or a buffer alone (equal parts); a single count is every rank's, a single
     displacement a stride, no displacements packs the parts one after another (as mpi4py)."""
-    buf, counts, displs, datatype = spec, None, None, None
-    if isinstance(spec, (list, tuple)):
-        if len(spec) == 2:
-            buf, second = spec
-            datatype, counts = (second, None) if isinstance(second, Datatype) else (None, second)
-        elif len(spec) == 3:
-            buf, counts, datatype = spec
-        elif len(spec) == 4:
-            buf, counts, displs, datatype = spec
-        else:
-            raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")
-        if isinstance(counts, tuple) and len(counts) == 2 and displs is None and len(spec) == 3:
-            counts, displs = counts
+    buf, counts, displs, datatype = _items(spec, None)
+    if isinstance(spec, (list, tuple)) and len(spec) == 3 and isinstance(counts, tuple) and len(counts) == 2:
+        counts, displs = counts
     whole = message(buf if datatype is None else [buf, datatype])
     if counts is None:
         counts = whole.total // size if size else 0
