@@ -11,8 +11,10 @@ the set of shifts that the Mann-Whitney rank test (SciPy's, exact) does not
 reject at the confidence asked: the distribution-free interval that goes with
 that test.
 
-The verdict is the three-way decision of :mod:`.launchstats` against a margin
-(``compare --threshold``): ``slower`` when the whole interval lies above
+The verdict answers the regression gate's question, "did B get slower by more
+than the threshold?", so unlike ``bench``'s verdict (:func:`.launchstats.three_way`,
+which asks whether there is a difference at all) it uses the margin
+``compare --threshold`` as the smallest difference that counts: ``slower`` when the whole interval lies above
 ``1 + margin`` (a regression), ``faster`` when below ``1 / (1 + margin)``,
 ``indistinguishable`` when inside that band, ``cannot tell`` when it straddles
 an edge. With one launch on either side no shift can be rejected and every

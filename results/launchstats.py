@@ -16,28 +16,34 @@ test rejecting that value at half the level. Below six values no 95 % interval e
 (even ``[min, max]`` covers only 1 - 2/2^n); the interval is then the full range
 with its lower coverage, and the verdict says so.
 
-A verdict is a three-way decision against a stated practical-equivalence
-margin ``m`` (:data:`MARGIN`, 10 %; a region of practical equivalence, as in
-Kruschke's "ROPE" rule and equivalence testing by two one-sided tests): the
-band ``[1/(1+m), 1+m]`` on the ratio, symmetric on the log scale so that
-inverting the ratio swaps faster and slower. With the interval
-``[low, high]``:
+A verdict combines a test of difference with a test of equivalence against a
+stated practical-equivalence margin ``m`` (:data:`MARGIN`, 10 %; a region of
+practical equivalence, as in Kruschke's "ROPE" rule and equivalence testing by
+two one-sided tests): the band ``[1/(1+m), 1+m]`` on the ratio, symmetric on
+the log scale so that inverting the ratio swaps faster and slower. With the
+interval ``[low, high]`` (:func:`three_way`):
 
-* ``faster``: ``low > 1+m``; the one-sided sign test rejects "ratio at most
-  1+m" at level ``P(Binomial(n, 1/2) < j)`` (1.6 % at six launches);
-* ``slower``: ``high < 1/(1+m)``, the mirror image;
 * ``indistinguishable``: the whole interval lies inside the band (both
   one-sided tests reject a difference of more than the margin: the two are
-  equivalent within ±m at this confidence);
-* ``cannot tell``: the interval straddles an edge of the band; the noise this
+  equivalent within ±m at this confidence), whether or not it excludes 1;
+* ``faster``: otherwise, ``low > 1``: the sign test rejects "no difference"
+  (at six launches every launch's ratio above 1, level 1/64 one-sided) and the
+  interval reaches beyond the band's edge;
+* ``slower``: ``high < 1``, the mirror image;
+* ``cannot tell``: the interval holds 1 and reaches beyond an edge of the
+  band: neither a difference nor an equivalence is shown; the noise this
   comparison can resolve is the interval's half-width (``resolution_pct``);
 * ``bimodal`` in place of ``cannot tell`` where the launches cluster.
 
-Without a margin a ratio whose truth lies near 1 flips between
-``indistinguishable`` and ``faster`` from one set of launches to the next
-(whether the smallest of six launches lands above 1 is then a coin toss);
-with one, a verdict changes only where the truth lies near an edge of the
-band, and it is then ``cannot tell``, which is what the host allows.
+Equivalence is decided first, so a ratio whose truth lies near 1 with a narrow
+interval stays ``indistinguishable`` rather than flipping to ``faster`` when
+the smallest of six launches lands above 1. A difference needs only the
+interval to exclude 1, not to lie wholly beyond the band: a candidate 1.3x
+faster in every launch whose slowest launch came out at 1.05x is ``faster``
+(that it is faster is shown; by how much is the interval), where requiring
+``low > 1 + m`` would make one launch in a bad state turn a clear difference
+into ``cannot tell``. The rule is stated once here and used by every verdict
+(``bench --launches``, ``compare`` over launches, the anchor frame).
 
 ``bimodal``: the values split into two groups (two or more each) with a gap
 between them at least :data:`MIN_GAP` wide (a factor, on the log scale) and
@@ -180,18 +186,25 @@ def band(margin: float = MARGIN) -> tuple[float, float]:
     return 1.0 / (1.0 + margin), 1.0 + margin
 
 
+def three_way(low: float, high: float, margin: float = MARGIN) -> str:
+    """The module note's rule on an interval ``[low, high]`` of a ratio: ``SAME`` inside the band,
+    else ``FASTER`` above 1, ``SLOWER`` below 1, else ``CANNOT_TELL``."""
+    low_edge, high_edge = band(margin)
+    if low_edge <= low and high <= high_edge:
+        return SAME
+    if low > 1.0:
+        return FASTER
+    if high < 1.0:
+        return SLOWER
+    return CANNOT_TELL
+
+
 def decide(interval: Interval, found: tuple, confidence: float = CONFIDENCE, margin: float = MARGIN) -> str:
-    """The three-way decision of an interval of ``baseline / other`` against the band (module note)."""
+    """The verdict on an interval of ``baseline / other`` (module note); ``found``: its clusters."""
     if interval.n == 0 or interval.coverage < confidence:
         return TOO_FEW  # no pair of launches reaches the confidence: no claim either way
-    low_edge, high_edge = band(margin)
-    if interval.low > high_edge:
-        return FASTER
-    if interval.high < low_edge:
-        return SLOWER
-    if low_edge <= interval.low and interval.high <= high_edge:
-        return SAME
-    return BIMODAL if found else CANNOT_TELL
+    call = three_way(interval.low, interval.high, margin)
+    return BIMODAL if call == CANNOT_TELL and found else call
 
 
 def compare(ratios, confidence: float = CONFIDENCE, margin: float = MARGIN) -> Verdict:
