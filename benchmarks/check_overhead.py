@@ -27,7 +27,16 @@ with 95 % order-statistic intervals over the pairs
 (rows of other sizes already there are kept, so the curve can be measured one size per
 command).
 
-    python benchmarks/check_overhead.py [--ranks 2] [--pairs 6] [--sizes 16x32x16,...] [--check-every 1] [--write]
+``--within-launch R`` pairs on and off inside each launch instead: ``--pairs`` launches of
+``benchmarks/evidence_rounds.py``, each running the case R times with history and R times
+without, interleaved (ABBA) in the one launch; a launch's cost is the median over its rounds,
+and the interval is over launches. On a host whose launches land in states several-fold
+apart, two launches of a pair can land in different states, which widens the pairs'
+interval (at 4.4 ms, 6 pairs gave [0.65, 1.61]); both halves of a round inside one launch
+share its state.
+
+    python benchmarks/check_overhead.py [--ranks 2] [--pairs 6] [--within-launch R] [--sizes 16x32x16,...]
+        [--check-every 1] [--write]
 """
 from __future__ import annotations
 
@@ -38,6 +47,8 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -77,8 +88,6 @@ def timed_run(ranks: int, steps: int, strategy: str, history: bool, size: tuple,
 
 
 def one_size(args, size: tuple) -> dict:
-    from mpibench.results.launchstats import median_interval
-
     steps = args.steps
     while True:
         probe = timed_run(args.ranks, steps, args.strategy, False, size)
@@ -95,6 +104,14 @@ def one_size(args, size: tuple) -> dict:
         off_step_s.append(plain["loop_s"] / plain["steps"])
         print(f"  pair {i + 1}: off {off_step_s[-1] * 1e3:.3f} ms/step; history {history[-1]:.2f}x, "
               f"history + check {with_checks[-1]:.2f}x (check {on['check_s']:.3f} s)", flush=True)
+    return row(size, steps, args, history, with_checks, off_step_s, before) | {
+        "design": f"launch pairs: {args.pairs} on/off pairs of launches"}
+
+
+def row(size: tuple, steps: int, args, history: list, with_checks: list, off_step_s: list, before: str) -> dict:
+    """One size's CSV row: medians and 95 % order-statistic intervals over the units (pairs or launches)."""
+    from mpibench.results.launchstats import median_interval
+
     h, c, s = median_interval(history), median_interval(with_checks), median_interval(off_step_s)
     features, hidden, batch = size
     return {"features": features, "hidden": hidden, "batch": batch, "parameters": parameters(features, hidden),
@@ -105,13 +122,55 @@ def one_size(args, size: tuple) -> dict:
             "load_before": before, "load_after": load()}
 
 
+ROUND = re.compile(r"round \d+: on ([0-9.]+) s check ([0-9.]+) s off ([0-9.]+) s steps (\d+) (\d+)")
+
+
+def rounds_launch(args, size: tuple, steps: int, rounds: int, warmup: int = 1) -> list[tuple]:
+    """One launch of ``benchmarks/evidence_rounds.py``: per round (on s, check s, off s, on steps, off steps)."""
+    from mpirun import mpirun_command, run_command
+
+    features, hidden, batch = size
+    cmd = mpirun_command() + ["-n", str(args.ranks), sys.executable, str(ROOT / "benchmarks" / "evidence_rounds.py"),
+                              "--rounds", str(rounds), "--warmup", str(warmup), "--steps", str(steps),
+                              "--features", str(features), "--hidden", str(hidden), "--batch", str(batch),
+                              "--classes", str(CLASSES), "--strategy", args.strategy,
+                              "--check-every", str(args.check_every)]
+    job = run_command(cmd, timeout=900)
+    found = [tuple(float(x) for x in m.groups()) for m in ROUND.finditer(job.stdout)]
+    if job.returncode != 0 or len(found) != rounds:
+        raise SystemExit(f"evidence_rounds exited {job.returncode} with {len(found)} of {rounds} rounds:\n"
+                         f"{job.text[-3000:]}")
+    return found
+
+
+def within_launch_size(args, size: tuple) -> dict:
+    """``--within-launch R``: ``--pairs`` launches, each R interleaved on/off rounds; a launch's
+    cost is the median over its rounds of on/off per step, and the interval is over launches."""
+    probe = rounds_launch(args, size, args.steps, 1)[0]
+    steps = max(args.steps, min(args.max_steps, int(args.min_loop_s / (probe[2] / probe[4])) + 1))
+    before = load()
+    history, with_checks, off_step_s = [], [], []
+    for i in range(args.pairs):
+        found = rounds_launch(args, size, steps, args.within_launch)
+        history.append(float(np.median([(on / n_on) / (off / n_off) for on, _, off, n_on, n_off in found])))
+        with_checks.append(float(np.median([((on + c) / n_on) / (off / n_off) for on, c, off, n_on, n_off in found])))
+        off_step_s.append(float(np.median([off / n_off for _, _, off, _, n_off in found])))
+        print(f"  launch {i + 1}: off {off_step_s[-1] * 1e3:.3f} ms/step; history {history[-1]:.3f}x, "
+              f"history + check {with_checks[-1]:.2f}x (median of {len(found)} rounds)", flush=True)
+    return row(size, steps, args, history, with_checks, off_step_s, before) | {
+        "design": f"within-launch: {args.pairs} launches x {args.within_launch} on/off rounds"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # Two ranks: more than the host's cores would time the time-sharing, not the harness.
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--steps", type=int, default=100, help="the first try per size; doubled up to --min-loop-s")
     parser.add_argument("--max-steps", type=int, default=20000)
-    parser.add_argument("--pairs", type=int, default=6, help="interleaved on/off launch pairs per size")
+    parser.add_argument("--pairs", type=int, default=6,
+                        help="interleaved on/off launch pairs per size (with --within-launch: launches per size)")
+    parser.add_argument("--within-launch", type=int, default=0, metavar="R",
+                        help="pair on and off inside each launch, R interleaved rounds per launch")
     parser.add_argument("--strategy", default="native")
     parser.add_argument("--sizes", default=SIZES, help="features x hidden x local batch, comma-separated")
     parser.add_argument("--min-loop-s", type=float, default=2.0)  # 0: exactly --steps
@@ -122,12 +181,14 @@ def main() -> None:
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(name, "1")
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
-    print(f"{args.ranks} ranks, {args.strategy}, {args.pairs} interleaved on/off pairs per size, online check "
+    unit = (f"{args.pairs} launches x {args.within_launch} interleaved on/off rounds" if args.within_launch
+            else f"{args.pairs} interleaved on/off pairs of launches")
+    print(f"{args.ranks} ranks, {args.strategy}, {unit} per size, online check "
           f"every {args.check_every}; load before {load()}", flush=True)
     rows = []
     for size in sizes:
         print(f"size {'x'.join(map(str, size))} ({parameters(*size[:2])} parameters):", flush=True)
-        rows.append(one_size(args, size))
+        rows.append(within_launch_size(args, size) if args.within_launch else one_size(args, size))
         r = rows[-1]
         if args.write:  # after every size, so a run stopped early keeps what it measured
             write(rows, args)
@@ -164,16 +225,22 @@ BEGIN, END = "<!-- evidence-cost: written by benchmarks/check_overhead.py --writ
 
 def curve_table(frame) -> str:
     """The README's table of the curve: one row per model size, from evidence_cost.csv."""
-    lines = ["| parameters | local batch | step without history (ms) | history only | history + online check |",
-             "|---:|---:|---:|---:|---:|"]
+    lines = ["| parameters | local batch | step without history (ms) | history only | history + online check "
+             "| paired |", "|---:|---:|---:|---:|---:|---|"]
     for r in frame.sort_values(["parameters", "batch"], kind="stable").itertuples(index=False):
         every = int(float(getattr(r, "check_every", 1) or 1))
         check = (f"{float(r.with_check_cost):.2f}x [{float(r.with_check_cost_low):.2f}, "
                  f"{float(r.with_check_cost_high):.2f}]" if every == 1 else f"not measured (checked every {every} steps)")
         lines.append(f"| {int(r.parameters):,} | {int(r.batch)} | {float(r.step_off_ms):.2f} | "
                      f"{float(r.history_cost):.2f}x [{float(r.history_cost_low):.2f}, {float(r.history_cost_high):.2f}] | "
-                     f"{check} |")
+                     f"{check} | {paired(r)} |")
     return "\n".join(lines)
+
+
+def paired(r) -> str:
+    """How a row's on/off ratios were paired (rows written before the column existed: launch pairs)."""
+    design = str(getattr(r, "design", "") or "")
+    return "within each launch" if design.startswith("within") else "launch pairs"
 
 
 def with_curve(text: str, frame) -> str:
