@@ -143,8 +143,8 @@ def verdict_lines(table: pd.DataFrame) -> list[str]:
                          f"[{r.vs_blocking_low:.2f},{r.vs_blocking_high:.2f}]".rjust(CELL))
         lines.append(f"{name:<14}" + "".join(cells))
     lines.append(f"# verdicts at {ls.CONFIDENCE:.0%} confidence against a margin of ±{ls.MARGIN:.0%}: indist. = "
-                 f"the ratio's interval lies within [{ls.band()[0]:.3f}, {ls.band()[1]:.3f}]; faster / slower = "
-                 f"wholly beyond it; can't tell = across an edge")
+                 f"the ratio's interval lies within [{ls.band()[0]:.3f}, {ls.band()[1]:.3f}]; otherwise faster / "
+                 f"slower = wholly above / below 1; can't tell = it holds 1")
     return lines
 
 
