@@ -45,9 +45,15 @@ def _message(values, mask, pieces, holds_any: bool) -> np.ndarray:
     return np.concatenate(parts + [np.array([1.0 if holds_any else 0.0], dtype=np.float32)])
 
 
-def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int) -> None:
+def take_held(their_mask: np.ndarray, have: np.ndarray) -> np.ndarray:
+    """The elements to copy from one member's message: those it holds and this member lacks."""
+    return their_mask & ~have
+
+
+def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int, take=None) -> None:
     """Leave ``optimizer`` holding exactly the state of ``mine`` (the pieces this rank now owns),
-    taken from whichever member holds it. ``owner_pieces``: communicator rank -> its pieces."""
+    taken from whichever member holds it. ``owner_pieces``: communicator rank -> its pieces.
+    ``take`` (default :func:`take_held`) picks, per piece, which received elements to copy."""
     n = len(optimizer.params)
     values, mask = held_vector(optimizer, n)
     holds_any = bool(optimizer.held())
@@ -73,9 +79,9 @@ def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int
         for rank in sorted(inbox):
             their_values = inbox[rank][cursor:cursor + length]
             their_mask = inbox[rank][width + cursor:width + cursor + length].astype(bool)
-            take = their_mask & ~have
-            got[take] = their_values[take]
-            have |= take
+            chosen = (take or take_held)(their_mask, have)
+            got[chosen] = their_values[chosen]
+            have |= chosen
         if not have.all():
             first = offset + int(np.argmin(have))
             raise StateLost(f"the optimizer state of element {first} (in [{offset}, {offset + length})) "
