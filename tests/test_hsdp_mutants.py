@@ -40,7 +40,7 @@ def run(tmp_path, mutant, p=3, momentum="0.9", scenario="kill-before-compute", r
                    "--batch-size", "16", "--mutant", mutant, "--out", str(out))
 
 
-@pytest.mark.parametrize("mutant", ["handover-ignores-mask", "hsdp-state-lost-on-respawn"])
+@pytest.mark.parametrize("mutant", ["handover-claims-all", "hsdp-state-lost-on-respawn"])
 @pytest.mark.parametrize("p", [3, 4])
 def test_a_handover_defect_is_caught_at_the_redone_step_with_state_and_absent_without(tmp_path, mutant, p):
     caught = run(tmp_path, mutant, p)

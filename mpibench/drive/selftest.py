@@ -39,7 +39,7 @@ RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "rin
                 "shard-offset": "zero-ring", "owner-steps-twice": "zero-ring", "stale-gather": "zero-ring",
                 "state-lost-on-respawn": "zero-ring",
                 # the hybrid sharding defects, planted in hsdp (mpibench.job.hsdp_mutants)
-                "replica-stale-gather": "hsdp", "replica-swap-skipped": "hsdp", "handover-ignores-mask": "hsdp",
+                "replica-stale-gather": "hsdp", "replica-swap-skipped": "hsdp", "handover-claims-all": "hsdp",
                 "hsdp-state-lost-on-respawn": "hsdp"}
 ALSO_IN_HSDP = ("shard-offset", "owner-steps-twice")  # zero-ring's sharding mutants, also tried in hsdp
 STEPS = 6
@@ -108,12 +108,12 @@ def fault_events():
 
 
 # Mutants whose schedule lives under another label, and the run options they need.
-FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn", "handover-ignores-mask": "hsdp-state-lost-on-respawn"}
+FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn", "handover-claims-all": "hsdp-state-lost-on-respawn"}
 # step3-lr plants its wrong update on a step the online check skips: the verdict of record must not.
 CHECK_EVERY = {"keep-aborted": 2, "step3-lr": 4}
 OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15"), "late-copy-lies": ("--straggler-deadline", "0.15"),
            "state-lost-on-respawn": ("--momentum", "0.9"), "hsdp-state-lost-on-respawn": ("--momentum", "0.9"),
-           "handover-ignores-mask": ("--momentum", "0.9")}
+           "handover-claims-all": ("--momentum", "0.9")}
 # Mutants without an honest control of their schedule: the honest run is refused (exit 2),
 # which is what the mutant shows the need for (tests/test_optimizer_refusal.py checks it).
 NO_CONTROL = ("state-lost-on-respawn",)

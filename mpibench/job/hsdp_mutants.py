@@ -7,12 +7,18 @@
 * ``replica-swap-skipped``: the owners in the second replica group step their
   shards from their own group's sums: the other group's sums arrive in the
   swap but are not added, so the two replicas of a shard step different bits.
-* ``handover-ignores-mask``: the optimizer-state handover after a membership
-  change copies every element it lacks from the first other member (in rank
-  order) whether that member holds it or not: the replica's state is handed
-  over from the wrong member (zeros where that member held nothing).
-* ``hsdp-state-lost-on-respawn``: no handover at all: the replacement starts
-  from zero state although the dead owner's replica holds it.
+* ``handover-claims-all``: in the optimizer-state handover after a membership
+  change, every member's message marks every element as held (zeros where it
+  holds none), so a new owner copies the first member's zeros as if they were
+  the replica's state: the wrong state handed over.
+* ``hsdp-state-lost-on-respawn``: every member's handover message says it
+  holds no state, so the replacement starts from zero although the dead
+  owner's replica holds it.
+
+The handover defects sit in what the members holding state send (the
+survivors), not in the replacement: a replacement spawned on MPI runs the
+honest code (a mutant is installed per process), and a defect must not
+depend on it.
 
 Each records what it did (the pieces it stepped), as an honest strategy would;
 the checker must find the mistake from its own model.
@@ -44,32 +50,43 @@ class SwapSkippedMixin:
             scatter[-1].adds.clear()
 
 
-def _first_member_always(their_mask: np.ndarray, have: np.ndarray) -> np.ndarray:
-    """Every element still lacking, whatever the sender holds (its mask read as all ones)."""
-    return ~have
+def _claims_all(values, mask, holds_any):
+    """Every element marked as held (zeros where nothing is) by a member that holds any state."""
+    return values, (np.ones_like(mask) if holds_any else mask), holds_any
 
 
-class HandoverIgnoresMaskMixin:
-    """The handover copies from the first other member, held or not."""
+def _says_nothing(values, mask, holds_any):
+    """Nothing marked as held, and no state at all."""
+    return values, np.zeros_like(mask), False
+
+
+class _ToldMixin:
+    """The handover's messages say ``told`` of what this member holds (its own copy stays honest)."""
+
+    told = None
 
     def hand_over_state(self, optimizer) -> None:
         from mpibench.sync.state_handover import hand_over
 
         mine = [self.layout.pieces()[i] for i in self.owned_shards()]
-        hand_over(self.comm, self.backend, optimizer, self.owner_pieces(), mine, self.tag + 1,
-                  take=_first_member_always)
+        hand_over(self.comm, self.backend, optimizer, self.owner_pieces(), mine, self.tag + 1, told=self.told)
 
 
-class HandoverSkippedMixin:
-    """No handover: each member keeps what it held (a replacement holds nothing)."""
+class HandoverClaimsAllMixin(_ToldMixin):
+    """Each member's handover message marks every element as held."""
 
-    def hand_over_state(self, optimizer) -> None:
-        return None
+    told = staticmethod(_claims_all)
+
+
+class HandoverSaysNothingMixin(_ToldMixin):
+    """Each member's handover message says it holds no state."""
+
+    told = staticmethod(_says_nothing)
 
 
 HSDP_MIXINS = {"replica-stale-gather": ReplicaStaleGatherMixin, "replica-swap-skipped": SwapSkippedMixin,
-               "handover-ignores-mask": HandoverIgnoresMaskMixin,
-               "hsdp-state-lost-on-respawn": HandoverSkippedMixin}
+               "handover-claims-all": HandoverClaimsAllMixin,
+               "hsdp-state-lost-on-respawn": HandoverSaysNothingMixin}
 STRATEGY = "hsdp"  # the strategy every mutant here is planted in
 # The zero-ring sharding mutants (sharded_mutants.py) that the self-test also plants in hsdp.
 ALSO_IN_HSDP = ("shard-offset", "owner-steps-twice")

@@ -45,24 +45,21 @@ def _message(values, mask, pieces, holds_any: bool) -> np.ndarray:
     return np.concatenate(parts + [np.array([1.0 if holds_any else 0.0], dtype=np.float32)])
 
 
-def take_held(their_mask: np.ndarray, have: np.ndarray) -> np.ndarray:
-    """The elements to copy from one member's message: those it holds and this member lacks."""
-    return their_mask & ~have
-
-
-def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int, take=None) -> None:
+def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int, told=None) -> None:
     """Leave ``optimizer`` holding exactly the state of ``mine`` (the pieces this rank now owns),
     taken from whichever member holds it. ``owner_pieces``: communicator rank -> its pieces.
-    ``take`` (default :func:`take_held`) picks, per piece, which received elements to copy."""
+    ``told`` (the self-test's defects only) turns ``(values, mask, holds_any)`` into what the
+    messages to the other members say; by default they say what this member holds."""
     n = len(optimizer.params)
     values, mask = held_vector(optimizer, n)
     holds_any = bool(optimizer.held())
+    said = told(values, mask, holds_any) if told else (values, mask, holds_any)
     width = sum(w for _, w in mine)
     rnd, inbox = Round(tuple(r for r in owner_pieces if r != comm.rank)), {}
     for rank in sorted(owner_pieces):
         if rank == comm.rank:
             continue
-        rnd.send(_message(values, mask, owner_pieces[rank], holds_any), rank)
+        rnd.send(_message(said[0], said[1], owner_pieces[rank], said[2]), rank)
         inbox[rank] = np.empty(2 * width + 1, dtype=np.float32)
         rnd.recv(inbox[rank], rank)
     rounds = compact([rnd])
@@ -79,9 +76,9 @@ def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int
         for rank in sorted(inbox):
             their_values = inbox[rank][cursor:cursor + length]
             their_mask = inbox[rank][width + cursor:width + cursor + length].astype(bool)
-            chosen = (take or take_held)(their_mask, have)
-            got[chosen] = their_values[chosen]
-            have |= chosen
+            take = their_mask & ~have
+            got[take] = their_values[take]
+            have |= take
         if not have.all():
             first = offset + int(np.argmin(have))
             raise StateLost(f"the optimizer state of element {first} (in [{offset}, {offset + length})) "
