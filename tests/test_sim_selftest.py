@@ -64,15 +64,12 @@ REAL_MPI = {
     'replica-swap-skipped': 'caught by replicas, accounting, gathered at step 0',
     'shard-offset/hsdp': 'caught by equivalence, replicas, ownership, gathered at step 0',
     'owner-steps-twice/hsdp': 'caught by equivalence, ownership at step 0',
-}
-
-# The two handover defects in their final form (planted in what the survivors send; FINDINGS
-# replacement-runs-honest-code-on-mpi): not yet run on MPI, so they are held to the simulated
-# self-test's own rules only, not to a real run's text.
-PENDING_MPI = {
+    # the two handover defects as planted in what the survivors send (FINDINGS
+    # replacement-runs-honest-code-on-mpi), the same way on 2026-12-03 12:16 UTC
     'handover-claims-all': 'caught by replicas, gathered, optimizer_state at step 2',
     'hsdp-state-lost-on-respawn': 'caught by replicas, gathered, optimizer_state at step 2',
 }
+
 
 
 
@@ -90,13 +87,13 @@ def test_trial_comes_out_as_the_real_self_test_demands(found, label):
 def test_every_mutant_trial_is_caught_and_every_control_is_not(found):
     caught = {label for label, t in found["trials"].items() if t["first"]}
     mutants = {label for label, t in found["trials"].items() if t["expect_caught"]}
-    assert mutants == set(REAL_MPI) | set(PENDING_MPI)
+    assert mutants == set(REAL_MPI)
     assert caught == mutants
 
 
 # The engines once differed here (FINDINGS.toml sim-bounds-only-no-replicas: the simulated library
 # wrote a received message into its buffer before a send from an overlapping buffer was posted);
 # every mutant is now caught by the same invariants at the same step on both.
-@pytest.mark.parametrize("label", sorted({**REAL_MPI, **PENDING_MPI}))
+@pytest.mark.parametrize("label", sorted(REAL_MPI))
 def test_caught_by_the_same_invariants_at_the_same_step_as_on_real_mpi(found, label):
-    assert found["trials"][label]["text"] == {**REAL_MPI, **PENDING_MPI}[label]
+    assert found["trials"][label]["text"] == REAL_MPI[label]
