@@ -3,12 +3,13 @@
 Launches ``mpirun -n P python -m mpibench.job.shardmem STRATEGY MOMENTUM STEPS``
 ``--launches`` times for each strategy and world size (the launch is the unit of
 repetition), takes each launch's largest rank, and writes one row per strategy
-and size to ``docs/measured/sharded_memory.csv``: the arrays' sizes as the run
+and size to ``docs/measured/sharded_memory.csv`` (replacing that file's rows of the same strategy, size
+and momentum; the others are kept): the arrays' sizes as the run
 held them, and the median with the lowest and highest launch for the traced
 figures (they include allocator and temporaries, so they may vary). Memory is
 not time: a world larger than the host's cores changes none of these bytes.
 
-    python benchmarks/sharded_memory.py [--ranks 2,4] [--launches 3] [--momentum 0.9] [--steps 4]
+    python benchmarks/sharded_memory.py [--ranks 2,4] [--strategies ring,hsdp] [--launches 3] [--momentum 0.9]
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from mpirun import mpirun_command, run_command  # noqa: E402
 
-STRATEGIES = ("ring", "zero-ring", "zero-halving")
+STRATEGIES = ("ring", "zero-ring", "zero-halving", "hsdp")
 FIXED = ("n_params", "params_bytes", "gradient_bytes", "optimizer_state_bytes")
 TRACED = ("traced_held_bytes", "traced_peak_bytes")
 COLUMNS = ("date_utc", "strategy", "ranks", "momentum", "launches", *FIXED, "params_gradient_state_bytes",
@@ -59,6 +60,7 @@ def row_for(ranks: int, strategy: str, momentum: float, launches: list[dict]) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", default="2,4")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--launches", type=int, default=3)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--steps", type=int, default=4)
@@ -66,15 +68,29 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for ranks in (int(r) for r in args.ranks.split(",")):
-        for strategy in STRATEGIES:
+        for strategy in args.strategies.split(","):
             launches = [one_launch(ranks, strategy, args.momentum, args.steps) for _ in range(args.launches)]
             rows.append(row_for(ranks, strategy, args.momentum, launches))
             print(" ".join(f"{k}={rows[-1][k]}" for k in COLUMNS), flush=True)
-    with open(args.out, "w", newline="") as fh:
+    write(Path(args.out), rows)
+    print(f"wrote {args.out}")
+
+
+def write(path: Path, rows: list[dict]) -> None:
+    """The file's rows with those of the same strategy, size and momentum replaced by ``rows``,
+    by size, then in STRATEGIES' order."""
+    def key(r):
+        return (str(r["strategy"]), int(r["ranks"]), float(r["momentum"]))
+
+    new = {key(r) for r in rows}
+    old = [r for r in csv.DictReader(path.open())] if path.exists() else []
+    order = {s: i for i, s in enumerate(STRATEGIES)}
+    merged = sorted([r for r in old if key(r) not in new] + rows,
+                    key=lambda r: (int(r["ranks"]), float(r["momentum"]), order.get(r["strategy"], 99)))
+    with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, COLUMNS)
         writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {args.out}")
+        writer.writerows(merged)
 
 
 if __name__ == "__main__":

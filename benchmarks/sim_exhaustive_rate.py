@@ -10,7 +10,8 @@ Three uses, each appending rows to ``--record`` (default ``docs/measured/sim-exh
 * ``--block P:STRATEGY:RECOVERY ... --keep DIR``: one chunk of the whole plan, each named block
   (every case of world size P under that strategy and recovery) in its own folder under ``DIR``,
   resumed from the record an earlier chunk left there (``sweep --resume``), for at most
-  ``--minutes`` in all; one row per block with the cases this chunk ran and their rate, and, for
+  ``--minutes`` in all (with ``--momentum``: every case with optimizer state, in a folder of its own,
+  the schedules ``run`` refuses left out and counted by kind in the row's ``refused``); one row per block with the cases this chunk ran and their rate, and, for
   the block's record so far, its cases (against the block's plan), findings and how many of
   them reproduced on MPI;
 * ``--summary --keep DIR``: one row for every block whose record is complete under ``DIR``: the
@@ -24,6 +25,7 @@ and end (this machine is shared: the wall-clock rate follows its load).
 
     nice -n 15 python benchmarks/sim_exhaustive_rate.py [--minutes 10] [--launches 1] [--jobs 2]
     nice -n 15 python benchmarks/sim_exhaustive_rate.py --block 4:ring:shrink --keep runs/x --minutes 9
+    nice -n 15 python benchmarks/sim_exhaustive_rate.py --block 4:hsdp:respawn --momentum 0.9 --keep runs/x
     python benchmarks/sim_exhaustive_rate.py --summary --keep runs/x
 """
 from __future__ import annotations
@@ -44,15 +46,15 @@ from pathlib import Path
 STRATEGIES = "ring,ps,rd,rabenseifner,hier,auto,native,zero-ring,zero-halving"
 COLUMNS = ["date", "tag", "launches", "strategies", "recoveries", "workers", "cases", "findings", "reproduced_on_mpi",
            "cases_per_hour", "cases_per_hour_low", "cases_per_hour_high", "cases_per_cpu_hour", "load_avg_start",
-           "load_avg_end", "plan_cases", "jobs", "cases_recorded"]
+           "load_avg_end", "plan_cases", "jobs", "cases_recorded", "momentum", "refused"]
 CHUNKS = "chunks.csv"  # under --keep: one line per block per chunk (what --summary reads)
 
 
 def sweep_argv(workers: str, strategies: str, recoveries: str, out: Path, minutes: float, jobs: int,
-               resume: bool) -> list[str]:
+               resume: bool, momentum: float = 0.0) -> list[str]:
     return [sys.executable, "-m", "mpibench", "sweep", "--engine", "sim", "--exhaustive", "--strategies", strategies,
             "--recoveries", recoveries, "--workers", workers, "--time-budget", str(minutes), "--jobs", str(jobs),
-            "--out", str(out), "--resume" if resume else "--force"]
+            "--out", str(out), "--resume" if resume else "--force"] + (["--momentum", f"{momentum:g}"] if momentum else [])
 
 
 def one_launch(argv: list[str], out: Path) -> tuple[dict, float]:
@@ -64,12 +66,25 @@ def one_launch(argv: list[str], out: Path) -> tuple[dict, float]:
     return json.loads((out / "sweep.json").read_text()), cpu_s
 
 
-def plan_cases(workers: str, strategies: str = STRATEGIES, recoveries: str = "shrink,respawn") -> int:
-    """Cases in the whole plan (what a run to the end covers)."""
+def plan_cases(workers: str, strategies: str = STRATEGIES, recoveries: str = "shrink,respawn",
+               momentum: float = 0.0) -> int:
+    """Cases in the whole plan (what a run to the end covers; with momentum, the refused schedules left out)."""
+    return _plan(workers, strategies, recoveries, momentum).count()
+
+
+def _plan(workers: str, strategies: str, recoveries: str, momentum: float = 0.0):
     from mpibench.sim.exhaustive import ExhaustivePlan
 
     return ExhaustivePlan(workers=tuple(int(w) for w in workers.split(",")), strategies=tuple(strategies.split(",")),
-                          recoveries=tuple(recoveries.split(","))).count()
+                          recoveries=tuple(recoveries.split(",")), momentum=momentum)
+
+
+def refused_text(p: str, strategy: str, recovery: str, momentum: float) -> str:
+    """The block's refused schedules by kind (``N: kind; ...``), or "" without momentum."""
+    if not momentum:
+        return ""
+    found = _plan(p, strategy, recovery, momentum).refusals(int(p), strategy, recovery)
+    return "; ".join(f"{n}: {kind}" for kind, n in sorted(found.items(), key=lambda kv: -kv[1])) or "0"
 
 
 def append(record: Path, rows: list[dict]) -> None:
@@ -93,7 +108,7 @@ def append(record: Path, rows: list[dict]) -> None:
 
 
 def _row(tag, launches, strategies, recoveries, workers, cases, findings, reproduced, rates, cpu_rate, load_start,
-         plan, jobs, recorded) -> dict:
+         plan, jobs, recorded, momentum=0.0, refused="") -> dict:
     return {"date": datetime.date.today().isoformat(), "tag": tag, "launches": launches,
             "strategies": strategies.replace(",", " "), "recoveries": recoveries.replace(",", " "),
             "workers": workers, "cases": cases, "findings": findings, "reproduced_on_mpi": reproduced,
@@ -101,7 +116,8 @@ def _row(tag, launches, strategies, recoveries, workers, cases, findings, reprod
             "cases_per_hour_low": round(min(rates)) if rates else "",
             "cases_per_hour_high": round(max(rates)) if rates else "", "cases_per_cpu_hour": cpu_rate,
             "load_avg_start": round(load_start, 1), "load_avg_end": round(os.getloadavg()[0], 1),
-            "plan_cases": plan, "jobs": jobs, "cases_recorded": recorded}
+            "plan_cases": plan, "jobs": jobs, "cases_recorded": recorded, "momentum": f"{momentum:g}",
+            "refused": refused}
 
 
 def rate(a) -> list[dict]:
@@ -133,8 +149,8 @@ def chunk(a) -> None:
     """Each named block, resumed, within the chunk's --minutes in all; a block already complete is skipped."""
     end = time.monotonic() + a.minutes * 60
     for p, strategy, recovery in map(_block, a.block):
-        out = a.keep / f"n{p}-{strategy}-{recovery}"
-        plan = plan_cases(p, strategy, recovery)
+        out = a.keep / (f"n{p}-{strategy}-{recovery}" + (f"-m{a.momentum:g}" if a.momentum else ""))
+        plan = plan_cases(p, strategy, recovery, a.momentum)
         resume = (out / "sweep.csv").exists()
         if resume and json.loads((out / "sweep.json").read_text()).get("cases") == plan:
             continue
@@ -142,11 +158,12 @@ def chunk(a) -> None:
         if left_min < 0.5:
             break
         load_start = os.getloadavg()[0]
-        summary, cpu_s = one_launch(sweep_argv(p, strategy, recovery, out, left_min, a.jobs, resume), out)
+        summary, cpu_s = one_launch(sweep_argv(p, strategy, recovery, out, left_min, a.jobs, resume, a.momentum), out)
         launch_cases, launch_s = summary["launch_cases"], summary["cases_wall_s"]
         row = _row("simulated (plan run in chunks)", 1, strategy, recovery, p, launch_cases, summary["findings"],
                    summary["on_mpi"].get("reproduced on MPI", 0), [summary["cases_per_hour"]],
-                   round(launch_cases / cpu_s * 3600) if cpu_s else "", load_start, plan, a.jobs, summary["cases"])
+                   round(launch_cases / cpu_s * 3600) if cpu_s else "", load_start, plan, a.jobs, summary["cases"],
+                   a.momentum, refused_text(p, strategy, recovery, a.momentum))
         append(a.blocks_record, [row])  # now: a chunk cut short keeps the rows of the blocks it ran
         new = not (a.keep / CHUNKS).exists()
         with open(a.keep / CHUNKS, "a", newline="") as f:
@@ -162,7 +179,8 @@ def summary(a) -> list[dict]:
     for folder in sorted(p for p in a.keep.iterdir() if p.is_dir()):
         s = json.loads((folder / "sweep.json").read_text())
         p, strategy, recovery = s["workers"][0], s["strategies"][0], s["recoveries"][0]
-        (blocks if s["cases"] == plan_cases(str(p), strategy, recovery) else left).append((folder.name, s))
+        complete = s["cases"] == plan_cases(str(p), strategy, recovery, s.get("momentum", 0.0))
+        (blocks if complete else left).append((folder.name, s))
     for name, s in left:
         print(f"not complete: {name}: {s['cases']} case(s) recorded", file=sys.stderr)
     with open(a.keep / CHUNKS, newline="") as f:
@@ -185,6 +203,8 @@ def main() -> int:
     ap.add_argument("--workers", default="2,3,4")
     ap.add_argument("--jobs", type=int, default=1, help="the sweep's --jobs (cases run at the same time)")
     ap.add_argument("--block", nargs="+", metavar="P:STRATEGY:RECOVERY", help="run (resume) these blocks")
+    ap.add_argument("--momentum", type=float, default=0.0,
+                    help="with --block: every case with optimizer state (the refused schedules left out)")
     ap.add_argument("--keep", type=Path, help="with --block or --summary: the folder holding the blocks' records")
     ap.add_argument("--summary", action="store_true", help="one row for the blocks complete under --keep")
     ap.add_argument("--record", type=Path, default=Path("docs/measured/sim-exhaustive.csv"))

@@ -69,3 +69,34 @@ def test_the_whole_plan_is_its_blocks_and_covers_the_sharded_strategies():
     assert plan.count() == 2 * (7 * (54 + 1566 + 4914) + 2 * (60 + 2484 + 8460)) == 135_492
     one = next(plan.block_cases(3, "zero-halving", "respawn"))
     assert (one.workers, one.strategy, one.recovery) == (3, "zero-halving", "respawn")
+
+
+@pytest.mark.parametrize("p,recovery", [(2, "shrink"), (3, "shrink"), (3, "respawn"), (4, "respawn")])
+def test_with_momentum_a_block_leaves_out_exactly_what_run_refuses(p, recovery):
+    from mpibench.engine.optimizer import refusal
+
+    plan = ExhaustivePlan(workers=(p,), strategies=("hsdp",), recoveries=(recovery,), momentum=0.9)
+    cases = list(plan.block_cases(p, "hsdp", recovery))
+    every = ExhaustivePlan(workers=(p,), strategies=("hsdp",)).block_count(p, "hsdp")
+    assert len(cases) == plan.count() and len(cases) + sum(plan.refusals(p, "hsdp", recovery).values()) == every
+    assert len({c.case_id for c in cases}) == len(cases)
+    for case in cases:
+        assert case.extra == ("--momentum", "0.9") and "-m0.9-" in case.case_id
+        deadline = dict(case.schedule.options).get("straggler_deadline", 0.0)
+        assert refusal("hsdp", 0.9, recovery, case.schedule, deadline) is None
+    # one dead owner always leaves the replica: every single kill runs
+    assert sum(1 for c in cases if len(c.schedule.kills) == 1 and not c.schedule.partitions) == \
+        len(plan.kill_points(p, "hsdp"))
+
+
+def test_with_momentum_zero_ring_has_no_case_left_every_fault_loses_an_owners_state():
+    plan = ExhaustivePlan(workers=(3,), strategies=("zero-ring",), momentum=0.9)
+    assert plan.count() == 0
+    assert plan.refusals(3, "zero-ring", "shrink") == {"an owner's state has no replica": 2484}
+
+
+def test_momentum_without_exhaustive_is_bad_input():
+    from simrun import run_cli
+
+    proc = run_cli("sweep", "--engine", "sim", "--momentum", "0.9", "--seeds", "1", "--no-replay-on-mpi")
+    assert proc.returncode == 2 and "--momentum needs --exhaustive" in proc.stderr, proc.stderr

@@ -57,7 +57,19 @@ REAL_MPI = {
     'owner-steps-twice': 'caught by equivalence, ownership at step 0',
     'stale-gather': 'caught by replicas, gathered at step 0',
     'state-lost-on-respawn': 'caught by equivalence, optimizer_state at step 2',
+    # The hybrid sharding defects (mpibench/job/hsdp_mutants.py) and zero-ring's two step mutants
+    # planted in hsdp, each trial run alone (jobs 1) through drive.selftest.run_selftest under this
+    # machine's mpirun -n 3 --oversubscribe --with-ft ulfm on 2026-12-03 11:39-11:42 UTC, load ~2.
+    'replica-stale-gather': 'caught by replicas, gathered at step 0',
+    'replica-swap-skipped': 'caught by replicas, accounting, gathered at step 0',
+    'shard-offset/hsdp': 'caught by equivalence, replicas, ownership, gathered at step 0',
+    'owner-steps-twice/hsdp': 'caught by equivalence, ownership at step 0',
+    # the two handover defects as planted in what the survivors send (FINDINGS
+    # replacement-runs-honest-code-on-mpi), the same way on 2026-12-03 12:16 UTC
+    'handover-claims-all': 'caught by replicas, gathered, optimizer_state at step 2',
+    'hsdp-state-lost-on-respawn': 'caught by replicas, gathered, optimizer_state at step 2',
 }
+
 
 
 

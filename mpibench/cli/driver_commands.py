@@ -80,12 +80,15 @@ def _sweep_out(kw: dict, first_seed: int, resume: bool):
               help="with --engine sim: replay each finding on real MPI")
 @click.option("--recoveries", default="shrink,respawn", show_default=True,
               help="with --exhaustive: every interleaving under each of these recovery policies")
+@click.option("--momentum", type=float, default=0.0, show_default=True,
+              help="with --exhaustive: every case with optimizer state (run's --momentum); the schedules run "
+                   "would refuse are left out and counted in sweep.json")
 @click.option("--resume", is_flag=True,
               help="with --engine sim: go on from the record (sweep.csv) an earlier launch of the same plan "
                    "left in --out, running only the cases it lacks (with --time-budget: a long plan in chunks)")
 def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
           mutant, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, recoveries, resume,
-          **kw):
+          momentum, **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
     Cases of one worker count run many per mpirun job, the world size restored
@@ -116,9 +119,10 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
         sys.exit(sim_sweep_command(SimSweepRequest(
             seeds, tuple(worker_counts), tuple(parse_list(strategies, "--strategies")), steps, first_seed, swarm,
             exhaustive, engine, mutant, shrink_runs, case_deadline, time_budget, mpiexec if replay_on_mpi else "",
-            _sweep_out(kw, first_seed, resume), _recoveries(recoveries), jobs, resume)))
-    if resume:
-        raise UsageError("--resume needs --engine sim")
+            _sweep_out(kw, first_seed, resume), _recoveries(recoveries), jobs, resume, momentum)))
+    if resume or momentum:
+        raise UsageError(f"{'--resume' if resume else '--momentum'} needs --engine sim"
+                         + ("" if resume else " --exhaustive"))
     request = out_request(kw, "sweep", first_seed)
     stop_on_sigterm()  # a scheduler's SIGTERM ends the trial job and the cases, not just this process
     try:

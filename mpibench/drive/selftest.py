@@ -37,7 +37,11 @@ UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring",
                 # the sharding defects, planted in zero-ring (mpibench.job.sharded_mutants)
                 "shard-offset": "zero-ring", "owner-steps-twice": "zero-ring", "stale-gather": "zero-ring",
-                "state-lost-on-respawn": "zero-ring"}
+                "state-lost-on-respawn": "zero-ring",
+                # the hybrid sharding defects, planted in hsdp (mpibench.job.hsdp_mutants)
+                "replica-stale-gather": "hsdp", "replica-swap-skipped": "hsdp", "handover-claims-all": "hsdp",
+                "hsdp-state-lost-on-respawn": "hsdp"}
+ALSO_IN_HSDP = ("shard-offset", "owner-steps-twice")  # zero-ring's sharding mutants, also tried in hsdp
 STEPS = 6
 WORKERS = 3  # every trial's world size: the launcher must start this many ranks
 
@@ -99,15 +103,17 @@ def fault_events():
         "late-copy-lies": (Delay(2, (1, 2), 0.6, "compute"),),
         "abort-advances": (Kill(2, 1, "after_apply"),),
         "state-lost-on-respawn": (Kill(2, 2, "before_compute"),),
+        "hsdp-state-lost-on-respawn": (Kill(2, 2, "before_compute"),),
     }
 
 
 # Mutants whose schedule lives under another label, and the run options they need.
-FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn"}
+FAULTS_OF = {"resume-epoch-start": "resume-epoch-start/respawn", "handover-claims-all": "hsdp-state-lost-on-respawn"}
 # step3-lr plants its wrong update on a step the online check skips: the verdict of record must not.
 CHECK_EVERY = {"keep-aborted": 2, "step3-lr": 4}
 OPTIONS = {"late-keeps-batch": ("--straggler-deadline", "0.15"), "late-copy-lies": ("--straggler-deadline", "0.15"),
-           "state-lost-on-respawn": ("--momentum", "0.9")}
+           "state-lost-on-respawn": ("--momentum", "0.9"), "hsdp-state-lost-on-respawn": ("--momentum", "0.9"),
+           "handover-claims-all": ("--momentum", "0.9")}
 # Mutants without an honest control of their schedule: the honest run is refused (exit 2),
 # which is what the mutant shows the need for (tests/test_optimizer_refusal.py checks it).
 NO_CONTROL = ("state-lost-on-respawn",)
@@ -121,6 +127,7 @@ def trials() -> list[Trial]:
         recovery = "respawn" if label.endswith("respawn") else "shrink"
         plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), WORKERS, True, faults.get(label, ()),
                           recovery, check_every=CHECK_EVERY.get(name, 1), options=OPTIONS.get(name, ())))
+    plan += [Trial(f"{name}/hsdp", name, "hsdp", WORKERS, True) for name in ALSO_IN_HSDP]
     plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", WORKERS, True,
                       faults["stale-rejoin/respawn"], "respawn"))
     samples, batch = equal_batches(0, WORKERS)
@@ -136,8 +143,8 @@ def trials() -> list[Trial]:
         if name in NO_CONTROL:
             continue
         recovery = "respawn" if name.endswith("respawn") else "shrink"
-        key = (events, recovery, CHECK_EVERY.get(name, 1), OPTIONS.get(name, ()))
-        if key in seen:  # one honest run per distinct schedule and options
+        key = (events, recovery, CHECK_EVERY.get(name, 1), OPTIONS.get(name, ()), RING_MUTANTS.get(name))
+        if key in seen:  # one honest run per distinct strategy, schedule and options
             continue
         seen.add(key)
         plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), WORKERS, False, events,
@@ -197,7 +204,7 @@ def strategy_trials(strategy: str) -> list[Trial]:
     plan = [Trial(f"{strategy}/no-faults", None, strategy, WORKERS, False, group="control")]
     seen = set()
     for name, events in fault_events().items():
-        if name in NO_CONTROL:
+        if name not in STRATEGY_FAULTS:  # a schedule only its own strategy can run (with --momentum)
             continue
         recovery = "respawn" if name.endswith("respawn") else "shrink"
         key = (events, recovery, OPTIONS.get(name, ()))

@@ -50,4 +50,11 @@ MUTANTS = {m.name: m for m in [
     Mutant("stale-gather", "zero-ring: the last worker keeps its previous copy of shard 0 after the gather"),
     Mutant("state-lost-on-respawn", "zero-ring --momentum: the replacement starts without the optimizer state "
            "(the refusal switched off)", needs_faults=True),
+    Mutant("replica-stale-gather", "hsdp: the first replica group's last member keeps its previous copy of "
+           "shard 0 after the gather"),
+    Mutant("replica-swap-skipped", "hsdp: the second replica group's owners step from their own group's sums"),
+    Mutant("handover-claims-all", "hsdp --momentum, respawn: every handover message marks every element as "
+           "held, so the replacement copies a non-holder's zeros", needs_faults=True),
+    Mutant("hsdp-state-lost-on-respawn", "hsdp --momentum, respawn: every handover message says no state is "
+           "held; the replacement starts from zero although the replica holds it", needs_faults=True),
 ]}

@@ -176,10 +176,11 @@ def strategy_factory(mutant: str, batch_size: int):
 
     from .loop_mutants import SkipMemberMixin
     from .record_mutants import RECORD_MIXINS
+    from .hsdp_mutants import HSDP_MIXINS
     from .sharded_mutants import SHARDED_MIXINS
 
     mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin,
-              "skip-member": SkipMemberMixin, **RECORD_MIXINS, **SHARDED_MIXINS}
+              "skip-member": SkipMemberMixin, **RECORD_MIXINS, **SHARDED_MIXINS, **HSDP_MIXINS}
 
     def build(name, comm, backend, n_params, options=None):
         if mutant in RINGS:

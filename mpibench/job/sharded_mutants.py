@@ -1,4 +1,5 @@
-"""The self-test's sharding defects: mixins over the sharded strategies (``zero-ring``).
+"""The self-test's sharding defects: mixins over the sharded strategies (``zero-ring``; the first
+two are also planted in ``hsdp``, where a member may own two shards: each is then stepped so).
 
 * ``shard-offset``: every owner but the first steps its shard one element early
   (an off-by-one shard offset): it steps the last element of the shard before
@@ -22,41 +23,56 @@ import numpy as np
 from mpibench.sync import sharding
 
 
+def _owned(strategy) -> list[int]:
+    """Every shard this rank owns (an ``hsdp`` member may own two; a folded-out rank none)."""
+    if hasattr(strategy, "owned_shards"):
+        return strategy.owned_shards()
+    shard = strategy.owned_shard()
+    return [] if shard is None else [shard]
+
+
 class ShardOffsetMixin:
-    """Shard i > 0 stepped at offset - 1."""
+    """Every owned shard i > 0 stepped at offset - 1."""
 
     def step_owned(self, params, lr):
-        shard = self.owned_shard()
-        if not shard:  # shard 0 (or nothing owned) is stepped where it is
+        shards = _owned(self)
+        if not any(shards):  # shard 0 (or nothing owned) is stepped where it is
             return super().step_owned(params, lr)
-        layout = self.layout
-        o, w = int(layout.offsets[shard]), int(layout.widths[shard])
-        target = params[o - 1:o - 1 + w]
-        sums = layout.sums_view(self.step_buffer, shard)
-        self.backend.apply_update(target, sums, layout.count_view(self.step_buffer, shard)[0], lr)
-        self.backend.load(sums, target)
-        return [(o - 1, w)], [np.array(target, dtype=np.float32, copy=True)]
+        layout, owned, stepped = self.layout, [], []
+        for shard in shards:
+            o, w = int(layout.offsets[shard]), int(layout.widths[shard])
+            o -= 1 if shard else 0
+            target = params[o:o + w]
+            sums = layout.sums_view(self.step_buffer, shard)
+            self.backend.apply_update(target, sums, layout.count_view(self.step_buffer, shard)[0], lr)
+            self.backend.load(sums, target)
+            owned.append((o, w))
+            stepped.append(np.array(target, dtype=np.float32, copy=True))
+        return owned, stepped
 
 
 class StepTwiceMixin:
-    """The owner's update applied twice (the sums are kept for the second)."""
+    """The owner's update applied twice to each shard it owns (the sums are kept for the second)."""
 
     def step_owned(self, params, lr):
-        shard = self.owned_shard()
-        if shard is None:
+        shards = _owned(self)
+        if not shards:
             return super().step_owned(params, lr)
-        layout = self.layout
-        sums = layout.sums_view(self.step_buffer, shard)
-        kept = np.array(sums, copy=True)
-        target = layout.params_view(params, shard)
-        count = layout.count_view(self.step_buffer, shard)[0]
-        self.backend.apply_update(target, sums, count, lr)
-        first = np.array(target, dtype=np.float32, copy=True)
-        sums[...] = kept
-        self.backend.apply_update(target, sums, count, lr)
-        self.backend.load(sums, target)
-        piece = layout.pieces()[shard]
-        return [piece, piece], [first, np.array(target, dtype=np.float32, copy=True)]
+        layout, owned, stepped = self.layout, [], []
+        for shard in shards:
+            sums = layout.sums_view(self.step_buffer, shard)
+            kept = np.array(sums, copy=True)
+            target = layout.params_view(params, shard)
+            count = layout.count_view(self.step_buffer, shard)[0]
+            self.backend.apply_update(target, sums, count, lr)
+            first = np.array(target, dtype=np.float32, copy=True)
+            sums[...] = kept
+            self.backend.apply_update(target, sums, count, lr)
+            self.backend.load(sums, target)
+            piece = layout.pieces()[shard]
+            owned += [piece, piece]
+            stepped += [first, np.array(target, dtype=np.float32, copy=True)]
+        return owned, stepped
 
 
 class StaleGatherMixin:

@@ -18,6 +18,11 @@ For each world size p and strategy the plan holds, in this order:
 * every partition boundary: each split into two sides, cut from each of the
   first steps to each later one (healing), or never healed.
 
+With ``momentum`` (``sweep --exhaustive --momentum MU``) every case carries optimizer state,
+and the schedules that ``run`` would refuse before starting (state that no survivor would
+hold: :func:`mpibench.engine.optimizer.refusal`, the production rule) are left out of the
+plan and counted by their reason (:meth:`ExhaustivePlan.refusals`) instead of run.
+
 Cases are plain :class:`~mpibench.drive.cases.Case` values, so they run,
 replay and shrink like the random sweep's; their schedules pass the same
 validation (:func:`mpibench.faults.schedule.validate`).
@@ -45,6 +50,7 @@ class ExhaustivePlan:
     fault_steps: int = 3
     recoveries: tuple[str, ...] = ("shrink",)
     pairs: bool = True
+    momentum: float = 0.0  # > 0: optimizer state in every case; refused schedules left out
 
     def kill_points(self, p: int, strategy: str = "ring") -> list[Kill]:
         phases = ["before_compute"] + [("mid_reduction", k) for k in range(1, 2 * (p - 1) + 1)] + \
@@ -91,22 +97,56 @@ class ExhaustivePlan:
                 for strategy in self.strategies:
                     yield p, strategy, recovery
 
-    def block_cases(self, p: int, strategy: str, recovery: str) -> Iterator[Case]:
+    def _block(self, p: int, strategy: str, recovery: str) -> Iterator[tuple[Schedule, str | None]]:
+        """Every schedule of the block with why ``run`` refuses it (None: it runs)."""
+        from mpibench.engine.optimizer import refusal
+
         for label, events, options in self.schedules(p, strategy):
             schedule = Schedule(f"exhaustive-{label}", p, events, options)
             validate(schedule)
-            case_id = f"x-n{p}-{strategy}{'' if recovery == 'shrink' else '-' + recovery}-{label}"
-            yield Case(case_id, 0, p, strategy, recovery, self.steps, schedule)
+            deadline = dict(options).get("straggler_deadline", 0.0)
+            yield schedule, refusal(strategy, self.momentum, recovery, schedule, deadline)
+
+    def block_cases(self, p: int, strategy: str, recovery: str) -> Iterator[Case]:
+        extra = ("--momentum", f"{self.momentum:g}") if self.momentum else ()
+        tail = "" if recovery == "shrink" else "-" + recovery
+        tail += f"-m{self.momentum:g}" if self.momentum else ""
+        for schedule, refused in self._block(p, strategy, recovery):
+            if refused is None:
+                label = schedule.name.removeprefix("exhaustive-")
+                yield Case(f"x-n{p}-{strategy}{tail}-{label}", 0, p, strategy, recovery, self.steps, schedule, extra)
+
+    def refusals(self, p: int, strategy: str, recovery: str) -> dict[str, int]:
+        """How many of the block's schedules are refused, by the kind of reason (:func:`refusal_kind`)."""
+        counts: dict[str, int] = {}
+        for _, refused in self._block(p, strategy, recovery):
+            if refused is not None:
+                counts[refusal_kind(refused)] = counts.get(refusal_kind(refused), 0) + 1
+        return counts
 
     def cases(self) -> Iterator[Case]:
         for block in self.blocks():
             yield from self.block_cases(*block)
 
-    def block_count(self, p: int, strategy: str) -> int:
-        return sum(1 for _ in self.schedules(p, strategy))
+    def block_count(self, p: int, strategy: str, recovery: str = "shrink") -> int:
+        if not self.momentum:  # nothing is refused: every schedule is a case
+            return sum(1 for _ in self.schedules(p, strategy))
+        return sum(refused is None for _, refused in self._block(p, strategy, recovery))
 
     def count(self) -> int:
-        return sum(self.block_count(p, s) for p, s, _ in self.blocks())
+        return sum(self.block_count(p, s, r) for p, s, r in self.blocks())
+
+
+def refusal_kind(reason: str) -> str:
+    """A refusal's reason without the schedule's name and workers: what kind of state it would lose."""
+    for needle, kind in (("both replicas", "every replica of a shard dies at one step"),
+                         ("rejoins", "a worker rejoins with stale state (cut or dropped straggler)"),
+                         ("no replica", "an owner's state has no replica"),
+                         ("respawn", "a replacement would start without state"),
+                         ("steps a copy", "the strategy steps a copy")):
+        if needle in reason:
+            return kind
+    return reason
 
 
 def _kill_label(k: Kill) -> str:

@@ -31,6 +31,7 @@ class SimSweepRequest:
     recoveries: tuple[str, ...] = ("shrink",)  # --exhaustive: each interleaving under each
     jobs: int = 1  # cases run at the same time (forked processes)
     resume: bool = False  # go on from the record an earlier launch left in --out
+    momentum: float = 0.0  # --exhaustive: optimizer state in every case; refused schedules left out
 
 
 def _plan(r: SimSweepRequest):
@@ -42,14 +43,20 @@ def _plan(r: SimSweepRequest):
         if max(workers) > 4:
             raise UsageError(f"--exhaustive enumerates worlds of at most 4 workers, got {max(workers)}")
         steps = 4 if r.steps == 10 else max(r.steps, 4)  # the sweep's default 10 means "the plan's own"
-        plan = ExhaustivePlan(workers=workers, strategies=r.strategies, steps=steps, recoveries=r.recoveries)
+        plan = ExhaustivePlan(workers=workers, strategies=r.strategies, steps=steps, recoveries=r.recoveries,
+                              momentum=r.momentum)
         cases = plan.cases()
         if extra:
             from dataclasses import replace
 
             cases = (replace(c, extra=c.extra + extra) for c in cases)
-        return cases, plan.count(), {"plan": "exhaustive", "workers": list(workers),
-                                     "recoveries": list(r.recoveries)}
+        what = {"plan": "exhaustive", "workers": list(workers), "recoveries": list(r.recoveries)}
+        if r.momentum:  # the refused schedules are not cases: how many, and why
+            what["momentum"] = r.momentum
+            what["refused"] = {f"n{p}-{s}-{rec}": plan.refusals(p, s, rec) for p, s, rec in plan.blocks()}
+        return cases, plan.count(), what
+    if r.momentum:
+        raise UsageError("--momentum needs --exhaustive (it leaves out the schedules run would refuse)")
     from mpibench.drive.sweep import SweepPlan
 
     plan = SweepPlan(None if r.time_budget_min else r.seeds, r.workers, r.strategies, r.steps, r.first_seed,
@@ -79,11 +86,14 @@ def _out_folder(r: SimSweepRequest, what: dict):
         earlier = json.loads((out / "sweep.json").read_text())
     except (OSError, ValueError):
         earlier = {}  # an earlier launch ended before its summary: its rows are the record
-    plan = {**what, "strategies": list(r.strategies)}  # what decides the cases (not --jobs, not the replays)
-    other = [k for k in ("plan", "workers", "recoveries", "strategies") if k in earlier and earlier[k] != plan.get(k)]
+    # what decides the cases (not --jobs, not the replays); a summary without momentum had none
+    plan = {**what, "strategies": list(r.strategies), "momentum": r.momentum}
+    earlier = {**earlier, "momentum": earlier.get("momentum", 0.0)} if earlier else {}
+    other = [k for k in ("plan", "workers", "recoveries", "strategies", "momentum")
+             if k in earlier and earlier[k] != plan.get(k)]
     if other:
         raise UsageError(f"--resume: {out} holds a sweep of another plan ({', '.join(other)} differ); "
-                         "give the same --workers, --strategies and --recoveries, or another --out")
+                         "give the same --workers, --strategies, --recoveries and --momentum, or another --out")
     return out, read_record(out)
 
 

@@ -140,12 +140,17 @@ class Hsdp(sharding.ShardedStrategy):
     def synchronize(self, params, grad_sum, count: int, lr: float):
         optimizer = getattr(self.backend, "optimizer", None)
         if optimizer is not None and not self._handed_over:
-            mine = [self.layout.pieces()[i] for i in self.owned_shards()]
-            hand_over(self.comm, self.backend, optimizer, self.owner_pieces(), mine, self.tag + 1)
+            self.hand_over_state(optimizer)
             self._handed_over = True
         reduction = super().synchronize(params, grad_sum, count, lr)
         reduction.shards = self.layout.pieces() * len(self.groups)
         return reduction
+
+    def hand_over_state(self, optimizer) -> None:
+        """Leave ``optimizer`` holding the state of the shards this rank owns on this membership,
+        taken from whichever member holds it (:func:`.state_handover.hand_over`)."""
+        mine = [self.layout.pieces()[i] for i in self.owned_shards()]
+        hand_over(self.comm, self.backend, optimizer, self.owner_pieces(), mine, self.tag + 1)
 
     def owner_pieces(self) -> dict[int, list[tuple[int, int]]]:
         """Communicator rank -> the parameter pieces it owns (every member, both groups)."""

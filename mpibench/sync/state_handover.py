@@ -45,18 +45,21 @@ def _message(values, mask, pieces, holds_any: bool) -> np.ndarray:
     return np.concatenate(parts + [np.array([1.0 if holds_any else 0.0], dtype=np.float32)])
 
 
-def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int) -> None:
+def hand_over(comm, backend, optimizer, owner_pieces: dict, mine: list, tag: int, told=None) -> None:
     """Leave ``optimizer`` holding exactly the state of ``mine`` (the pieces this rank now owns),
-    taken from whichever member holds it. ``owner_pieces``: communicator rank -> its pieces."""
+    taken from whichever member holds it. ``owner_pieces``: communicator rank -> its pieces.
+    ``told`` (the self-test's defects only) turns ``(values, mask, holds_any)`` into what the
+    messages to the other members say; by default they say what this member holds."""
     n = len(optimizer.params)
     values, mask = held_vector(optimizer, n)
     holds_any = bool(optimizer.held())
+    said = told(values, mask, holds_any) if told else (values, mask, holds_any)
     width = sum(w for _, w in mine)
     rnd, inbox = Round(tuple(r for r in owner_pieces if r != comm.rank)), {}
     for rank in sorted(owner_pieces):
         if rank == comm.rank:
             continue
-        rnd.send(_message(values, mask, owner_pieces[rank], holds_any), rank)
+        rnd.send(_message(said[0], said[1], owner_pieces[rank], said[2]), rank)
         inbox[rank] = np.empty(2 * width + 1, dtype=np.float32)
         rnd.recv(inbox[rank], rank)
     rounds = compact([rnd])
