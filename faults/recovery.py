@@ -85,9 +85,8 @@ class FaultRecovery(Recovery):
 
     # ------------------------------------------------------------------ comms
     def make_comm(self, mpi_comm: MPI.Comm, worker_ids, data: bool = False) -> FaultComm:
-        deadline = self.deadline_s
-        if data and self.straggler_s > 0 and not self.state.patient:
-            deadline = self.straggler_s  # a late peer surfaces as PeerLate after this long
+        # at a step with a scheduled straggler, a late peer surfaces as PeerLate after straggler_s
+        deadline = self.drop.data_deadline_s(self.state.current_step) if data else self.deadline_s
         return FaultComm(mpi_comm, worker_ids, deadline, self.injector, on_reduce=self.drop.announce)
 
     def group(self, trainer) -> list[int]:

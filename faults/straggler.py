@@ -1,7 +1,9 @@
 """Dropping a straggler without waiting for it: the on-time workers agree among themselves.
 
 With ``--straggler-deadline D`` the data plane gives up on a silent peer after
-D seconds (:class:`~mpibench.sync.comm.PeerLate`). The step must then commit among
+D seconds (:class:`~mpibench.sync.comm.PeerLate`) at the steps where the schedule
+makes a worker late by at least D; at every other step it waits the ordinary
+deadline, so a step the loaded host makes slow is never taken for a straggler's. The step must then commit among
 the workers that are on time, and the control communicator cannot be used
 for that: its agreement needs every member, the straggler included. So:
 
@@ -9,7 +11,11 @@ for that: its agreement needs every member, the straggler included. So:
    point, control communicator) as it starts to reduce. When its data plane
    times out (or completes) it collects the announcements: every on-time
    worker started to reduce within D of the first, so all of theirs are in
-   after a short grace. That is its view ``P`` of who is here.
+   after a short grace. A worker the schedule makes neither late nor dead
+   at this step is waited for beyond the grace (up to the ordinary
+   deadline): it can only be late because the host is slow, and whether a
+   worker is dropped must not depend on the host's load. That is its view
+   ``P`` of who is here.
 2. *Views.* It sends ``P`` to every member and collects views. A view ``V``
    is *decided* when every worker in ``V`` sent exactly ``V`` and ``V`` may
    commit: a strict majority of the members, or exactly half with the
@@ -60,6 +66,18 @@ def decided_view(views: dict[int, tuple[int, ...]], members) -> tuple[int, ...] 
     return None
 
 
+def late_at(schedule, step: int, straggler_s: float) -> set[int]:
+    """Workers the schedule delays by at least the straggler deadline at ``step``."""
+    if straggler_s <= 0:
+        return set()
+    return {d.rank for d in schedule.delays if step in d.steps and d.seconds >= straggler_s}
+
+
+def awaited(schedule, step: int, straggler_s: float, members) -> set[int]:
+    """Members a view waits for: every one the schedule neither makes late nor kills at ``step``."""
+    return set(members) - late_at(schedule, step, straggler_s) - {k.rank for k in schedule.kills if k.step == step}
+
+
 class DropProtocol:
     def __init__(self, recovery):
         self.recovery = recovery
@@ -84,6 +102,17 @@ class DropProtocol:
         for box in self._mail.values():  # announcements of steps gone by are never read
             for key in [k for k in box if k[0] < step]:
                 del box[key]
+        data = trainer.data_comm
+        if data is not None and data is not trainer.comm:
+            data.deadline_s = self.data_deadline_s(step)
+
+    def data_deadline_s(self, step: int) -> float:
+        """The data plane's deadline: the straggler deadline only at a step the schedule makes
+        someone late (and not while the step is redone patiently), the ordinary one elsewhere."""
+        r = self.recovery
+        if r.straggler_s > 0 and not r.state.patient and late_at(r.schedule, step, r.straggler_s):
+            return r.straggler_s
+        return r.deadline_s
 
     def announce(self, step: int) -> None:
         """Tell every member that this worker reached the reduction of this attempt."""
@@ -158,6 +187,10 @@ class DropProtocol:
         self.announce(step)
         here = self._gather(trainer, ARRIVE, (step, attempt), trainer.comm.worker_id,
                             self.recovery.straggler_s / 4, set(members))
+        slow = awaited(self.recovery.schedule, step, self.recovery.straggler_s, members) - set(here)
+        if slow:  # late only by the host's load: waited for, as every engine waits for it
+            here = self._gather(trainer, ARRIVE, (step, attempt), trainer.comm.worker_id,
+                                self.recovery.deadline_s, set(here) | slow)
         view = tuple(sorted(here))
         views = self._collect(trainer, VIEW, (step, attempt), view, self.recovery.deadline_s, set(view),
                               stop=lambda got: decided_view(got, members) is not None)
