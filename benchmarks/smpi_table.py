@@ -24,8 +24,24 @@ def show(rows: list[dict]) -> None:
               f"{smpi} {r['predicted_s'] * 1e6:>12.2f} {ratio}  {r['note']}")
 
 
+_KEY = ("platform", "placement", "ranks", "strategy", "smpi_algorithm", "bytes")
+
+
+def key(*values) -> tuple:
+    """A case's identity: (platform, placement, ranks, strategy, SMPI algorithm, bytes)."""
+    return tuple(map(str, values))
+
+
 def _key(row: dict) -> tuple:
-    return tuple(str(row[k]) for k in ("platform", "placement", "ranks", "strategy", "smpi_algorithm", "bytes"))
+    return key(*(row[k] for k in _KEY))
+
+
+def finished(path: Path) -> frozenset:
+    """The cases ``path`` holds an SMPI figure for (none when it does not exist)."""
+    if not path.exists():
+        return frozenset()
+    with path.open(newline="") as f:
+        return frozenset(_key(r) for r in csv.DictReader(f) if r.get("smpi_s"))
 
 
 def write(path: Path, rows: list[dict]) -> None:
