@@ -289,7 +289,7 @@ def main(argv=None) -> int:
                                Path(work), Path(args.out) if args.out else None, memory, args.via, args.op,
                                done, until)
     show(rows)
-    return 0 if any(r["smpi_s"] != "" for r in rows) else 3
+    return 0 if not rows or any(r["smpi_s"] != "" for r in rows) else 3  # no rows: --resume found all done
 
 
 if __name__ == "__main__":
