@@ -37,9 +37,8 @@ factors are off (``smpi/bw-factor`` and ``smpi/lat-factor`` at 1), so a
 link's latency and bandwidth mean the same on both sides. SMPI's ``lr``
 hands counts below p to its default algorithm; such rows say so.
 
-Every figure here is simulated (tag ``simulated``): neither side ran on a
-cluster. SMPI is deterministic, so ``launches`` is 1; ``smpi_s`` is the median
-over the calls of that launch and the interval their spread.
+Every figure here is simulated (tag ``simulated``). SMPI is deterministic, so ``launches``
+is 1; ``smpi_s`` is the median over the calls of that launch and the interval their spread.
 
     nice -n 15 python benchmarks/smpi_crosscheck.py --ranks 64,512 --out docs/measured/smpi_crosscheck.csv
 """
@@ -66,7 +65,7 @@ from mpibench.base.config import UsageError  # noqa: E402
 from mpibench.sim import rounds  # noqa: E402
 from mpibench.sim.platform import Platform, load_platform  # noqa: E402
 from mpibench.sim.platform_xml import hosts_needed, to_simgrid_xml  # noqa: E402
-from smpi_table import finished, key, show, write  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
+from smpi_table import finished, key, renote, show, write  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
 
 SMPI_NAMES = {"ring": "lr", "rd": "rdb", "rabenseifner": "rab_rdb", "hier": "smp_rdb"}
 SCHEDULES = {"rd": "rd", "rabenseifner": "rab"}  # smpi_schedule.c's names
@@ -151,6 +150,8 @@ def note_for(strategy: str, p: int, nbytes: int, plat: Platform, why: str) -> st
     notes = []
     if strategy == "ring" and nbytes // 4 < p:
         notes.append("SMPI lr: count < p, ran its default algorithm instead")
+    if strategy == "rabenseifner" and nbytes // 4 < p:  # its blocks are count // p elements, the rest in the last
+        notes.append("SMPI rab_rdb: count < p, all in its last block: each step moves the whole buffer (model: even split)")
     notes += rounds.notes(plat, strategy, p, nbytes)
     return "; ".join(notes + ([why] if why else []))
 
@@ -254,6 +255,7 @@ def main(argv=None) -> int:
                          "per-rank scratch and apply the sums [4]")
     ap.add_argument("--timeout", type=float, default=600.0, help="wall seconds per size (one smpirun each) [600]")
     ap.add_argument("--resume", action="store_true", help="skip cases --out already holds an SMPI figure for")
+    ap.add_argument("--renote", action="store_true", help="add to --out's rows of this platform the notes they lack")
     ap.add_argument("--total", type=float, default=math.inf, help="start no size after this many wall seconds")
     ap.add_argument("--via", choices=("smpi", "schedule"), default="smpi",
                     help="rd, rabenseifner: SMPI's algorithm where it fits memory, the Sendrecv schedule above "
@@ -273,6 +275,8 @@ def main(argv=None) -> int:
         print(f"smpi_crosscheck: {exc}", file=sys.stderr)
         return 2
     plat = replace(plat, placement=args.placement or plat.placement)
+    if args.renote and args.out:
+        return renote(Path(args.out), Path(args.platform).name, lambda s, p, n: note_for(s, p, n, plat, ""))
     done = finished(Path(args.out)) if args.resume and args.out else frozenset()
     until = time.monotonic() + args.total
     with tempfile.TemporaryDirectory(prefix="smpi_crosscheck_") as work:

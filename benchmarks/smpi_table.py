@@ -69,3 +69,16 @@ def _merge(path: Path, rows: list[dict]) -> None:
         w.writeheader()
         for r in kept + [{k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows]:
             w.writerow(r)
+
+
+def renote(path: Path, platform_name: str, notes_for) -> int:
+    """Add to the rows of ``platform_name`` in ``path`` the notes ``notes_for(strategy, ranks, bytes)``
+    ("; "-separated) gives and they lack; the figures stay as they are."""
+    with path.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["platform"] == platform_name]
+    for r in rows:
+        have = [n for n in r["note"].split("; ") if n]
+        wanted = notes_for(r["strategy"], int(r["ranks"]), int(r["bytes"])).split("; ")
+        r["note"] = "; ".join([n for n in wanted if n and n not in have] + have)
+    write(path, rows)
+    return 0

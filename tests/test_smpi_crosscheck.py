@@ -114,3 +114,23 @@ def test_each_size_has_its_own_budget_and_resume_runs_only_what_has_no_figure(tm
     again = crosscheck("--timeout", "300", "--resume")
     assert again.returncode == 0 and ": done in " not in again.stderr, again.stderr
     assert {r["bytes"]: r["smpi_s"] for r in csv.DictReader(out.open())} == figures
+
+
+def test_renote_adds_the_notes_a_row_lacks_once_and_leaves_its_figures(tmp_path):
+    out = tmp_path / "cc.csv"
+    head = ("date,platform,placement,ranks,ranks_per_node,strategy,smpi_algorithm,bytes,smpi_s,smpi_lo_s,smpi_hi_s,"
+            "calls,launches,predicted_s,ratio,smpi_wall_s,note,tag\n")
+    out.write_text(head + "2026-12-03,smpi_4x128.toml,block,4096,128,rabenseifner,rab_rdb,4096,2.44606e-05,"
+                   "2.44606e-05,2.44606e-05,1,1,1.66477e-05,0.680592,7.16,SMPI op none,simulated\n"
+                   "2026-12-03,smpi_4x128.toml,block,4096,128,rabenseifner,rab_rdb,65536,4.06e-05,"
+                   "4.06e-05,4.06e-05,1,1,3.83e-05,0.94,6.38,,simulated\n")
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"), "--platform",
+                               str(ROOT / "platforms" / "smpi_4x128.toml"), "--renote", "--out", str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        rows = {r["bytes"]: r for r in csv.DictReader(out.open())}
+        small, large = rows["4096"], rows["65536"]
+        assert small["note"].count("SMPI rab_rdb: count < p") == 1 and small["note"].endswith("SMPI op none")
+        assert (small["smpi_s"], small["predicted_s"], small["ratio"]) == ("2.44606e-05", "1.66477e-05", "0.680592")
+        assert "count < p" not in large["note"], large
