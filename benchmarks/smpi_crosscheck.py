@@ -37,9 +37,8 @@ factors are off (``smpi/bw-factor`` and ``smpi/lat-factor`` at 1), so a
 link's latency and bandwidth mean the same on both sides. SMPI's ``lr``
 hands counts below p to its default algorithm; such rows say so.
 
-Every figure here is simulated (tag ``simulated``): neither side ran on a
-cluster. SMPI is deterministic, so ``launches`` is 1; ``smpi_s`` is the median
-over the calls of that launch and the interval their spread.
+Every figure here is simulated (tag ``simulated``). SMPI is deterministic, so ``launches``
+is 1; ``smpi_s`` is the median over the calls of that launch and the interval their spread.
 
     nice -n 15 python benchmarks/smpi_crosscheck.py --ranks 64,512 --out docs/measured/smpi_crosscheck.csv
 """
@@ -66,7 +65,7 @@ from mpibench.base.config import UsageError  # noqa: E402
 from mpibench.sim import rounds  # noqa: E402
 from mpibench.sim.platform import Platform, load_platform  # noqa: E402
 from mpibench.sim.platform_xml import hosts_needed, to_simgrid_xml  # noqa: E402
-from smpi_table import show, write  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
+from smpi_table import finished, key, renote, show, write  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
 
 SMPI_NAMES = {"ring": "lr", "rd": "rdb", "rabenseifner": "rab_rdb", "hier": "smp_rdb"}
 SCHEDULES = {"rd": "rd", "rabenseifner": "rab"}  # smpi_schedule.c's names
@@ -119,7 +118,7 @@ def platform_files(source: Path, plat: Platform, p: int, work: Path) -> tuple[Pa
 
 def run_smpi(exe: Path, xml: Path, hosts: Path, p: int, algorithm: str, sizes, calls: int,
              timeout_s: float, schedule: str = "", op: str = "sum") -> tuple[list[SmpiRow], float, str]:
-    """One smpirun over every size; (rows that finished, wall seconds, why it stopped or '');
+    """One smpirun over ``sizes``; (rows that finished, wall seconds, why it stopped or '');
     with ``schedule``, ``exe`` is smpi_schedule and plays that schedule instead; ``op`` is
     smpi_allreduce.c's operation (``sum``, or ``none``: nothing added, scratch left untouched)."""
     # the warm-up call only where it is needed: smp_* build their node communicators on first use
@@ -151,6 +150,8 @@ def note_for(strategy: str, p: int, nbytes: int, plat: Platform, why: str) -> st
     notes = []
     if strategy == "ring" and nbytes // 4 < p:
         notes.append("SMPI lr: count < p, ran its default algorithm instead")
+    if strategy == "rabenseifner" and nbytes // 4 < p:  # its blocks are count // p elements, the rest in the last
+        notes.append("SMPI rab_rdb: count < p, all in its last block: each step moves the whole buffer (model: even split)")
     notes += rounds.notes(plat, strategy, p, nbytes)
     return "; ".join(notes + ([why] if why else []))
 
@@ -183,46 +184,52 @@ def jobs_for(strategy: str, p: int, sizes, memory_bytes: float, via: str,
     return [j for j in jobs if j[2]]
 
 
+def _row(source: Path, plat: Platform, p: int, strategy: str, algorithm: str, nbytes: int, calls: int,
+         predicted: float, wall_s: float, note: str, found: SmpiRow | None) -> dict:
+    """One CSV row; ``found`` None is a case SMPI did not finish: no figure, and how long it ran."""
+    figures = ({"smpi_s": found.median_s, "smpi_lo_s": found.lo_s, "smpi_hi_s": found.hi_s,
+                "ratio": predicted / found.median_s if found.median_s else ""} if found else
+               {"smpi_s": "", "smpi_lo_s": "", "smpi_hi_s": "", "ratio": ""})
+    return {"date": datetime.date.today().isoformat(), "platform": source.name, "placement": plat.placement,
+            "ranks": p, "ranks_per_node": plat.ranks_per_node, "strategy": strategy, "smpi_algorithm": algorithm,
+            "bytes": nbytes, **figures, "calls": calls, "launches": 1, "predicted_s": predicted,
+            "smpi_wall_s": round(wall_s, 2), "note": note, "tag": "simulated"}
+
+
 def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: int, timeout_s: float,
                work: Path, out_path: Path | None = None, memory_bytes: float = math.inf,
-               via: str = "smpi", op: str = "sum") -> list[dict]:
-    """Every (p, strategy) through SMPI beside the round model; with ``out_path``, the CSV is
-    written after each launch, so a long run stopped midway keeps what it finished."""
+               via: str = "smpi", op: str = "sum", done=frozenset(), until: float = math.inf) -> list[dict]:
+    """Every (p, strategy) through SMPI beside the round model, one ``smpirun`` per size with
+    ``timeout_s`` each (several sizes in one launch cost far more than apart at large p: ranks that
+    leave a size's rooted timing reduce early run on into the next size, and p = 2048, 8 B then 64 B
+    took 18.6 s of wall time, 2.7 s with that reduce an all-reduce); with ``out_path`` the CSV is written after each size,
+    so a run stopped midway keeps what it finished. Cases in ``done`` (:func:`smpi_table.key`) are
+    skipped, and no size starts after ``until`` (time.monotonic())."""
     exe = build(work)
     schedule_exe = build(work, "smpi_schedule") if any(s in SCHEDULES for s in strategies) else None
     bare = replace(plat, gamma_bytes_per_s=math.inf)  # SMPI charges no reduction either
-    today = datetime.date.today().isoformat()
     out = []
     for p in ranks:
         xml, hosts = platform_files(source, plat, p, work)
         for strategy in strategies:
             for algorithm, schedule, some in jobs_for(strategy, p, sizes, memory_bytes, via, op):
-                found, wall_s, why = run_smpi(schedule_exe if schedule else exe, xml, hosts, p, algorithm, some,
-                                              calls, timeout_s, schedule, op)
                 op_note = "SMPI op none (nothing added; same simulated time)" if op == "none" and not schedule else ""
-                for row in found:
-                    predicted = rounds.sync_s(bare, strategy, p, row.nbytes)
-                    out.append({"date": today, "platform": source.name, "placement": plat.placement, "ranks": p,
-                                "ranks_per_node": plat.ranks_per_node, "strategy": strategy,
-                                "smpi_algorithm": algorithm, "bytes": row.nbytes, "smpi_s": row.median_s,
-                                "smpi_lo_s": row.lo_s, "smpi_hi_s": row.hi_s, "calls": calls, "launches": 1,
-                                "predicted_s": predicted, "ratio": predicted / row.median_s if row.median_s else "",
-                                "smpi_wall_s": round(wall_s, 2),
-                                "note": note_for(strategy, p, row.nbytes, plat, op_note), "tag": "simulated"})
-                for n in (n for n in some if n not in {row.nbytes for row in found}):
-                    # a case SMPI did not finish is a row too: no figure, and how long it ran
-                    out.append({"date": today, "platform": source.name, "placement": plat.placement, "ranks": p,
-                                "ranks_per_node": plat.ranks_per_node, "strategy": strategy,
-                                "smpi_algorithm": algorithm, "bytes": n, "smpi_s": "", "smpi_lo_s": "",
-                                "smpi_hi_s": "", "calls": calls, "launches": 1,
-                                "predicted_s": rounds.sync_s(bare, strategy, p, n), "ratio": "",
-                                "smpi_wall_s": round(wall_s, 2),
-                                "note": f"SMPI did not finish: {why or 'no output'}", "tag": "simulated"})
-                if why:
-                    print(f"p={p} {strategy} ({algorithm}): {why}; {len(found)} of {len(some)} sizes done",
-                          file=sys.stderr)
-                if out_path is not None and out:
-                    write(out_path, out)
+                for n in some:
+                    if key(source.name, plat.placement, p, strategy, algorithm, n) in done:
+                        continue
+                    if time.monotonic() >= until:
+                        return out
+                    found, wall_s, why = run_smpi(schedule_exe if schedule else exe, xml, hosts, p, algorithm,
+                                                  [n], calls, timeout_s, schedule, op)
+                    predicted = rounds.sync_s(bare, strategy, p, n)
+                    row = next((r for r in found if r.nbytes == n), None)
+                    note = (note_for(strategy, p, n, plat, op_note) if row else
+                            f"SMPI did not finish: {why or 'no output'}")
+                    out.append(_row(source, plat, p, strategy, algorithm, n, calls, predicted, wall_s, note, row))
+                    print(f"p={p} {strategy} ({algorithm}) {n} B: {why or 'done'} in {wall_s:.1f} s",
+                          file=sys.stderr, flush=True)
+                    if out_path is not None:
+                        write(out_path, out)
     return out
 
 
@@ -246,14 +253,17 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-gib", type=float, default=4.0,
                     help="skip sizes whose ranks x bytes exceed this: SMPI's collectives allocate real "
                          "per-rank scratch and apply the sums [4]")
-    ap.add_argument("--timeout", type=float, default=600.0, help="wall seconds per smpirun [600]")
+    ap.add_argument("--timeout", type=float, default=600.0, help="wall seconds per size (one smpirun each) [600]")
+    ap.add_argument("--resume", action="store_true", help="skip cases --out already holds an SMPI figure for")
+    ap.add_argument("--renote", action="store_true", help="add to --out's rows of this platform the notes they lack")
+    ap.add_argument("--total", type=float, default=math.inf, help="start no size after this many wall seconds")
     ap.add_argument("--via", choices=("smpi", "schedule"), default="smpi",
                     help="rd, rabenseifner: SMPI's algorithm where it fits memory, the Sendrecv schedule above "
                          "(smpi), or the schedule at every size (schedule) [smpi]")
     ap.add_argument("--op", choices=("sum", "none"), default="sum",
                     help="smpi_allreduce.c's operation: MPI_SUM, or none (a commutative operation that adds "
                          "nothing: same simulated time, and ring, rd, rabenseifner then run at every size) [sum]")
-    ap.add_argument("--out", help="CSV to write (replaced)")
+    ap.add_argument("--out", help="CSV to write (rows of the cases run replaced, the others kept)")
     args = ap.parse_args(argv)
     strategies = [s for s in args.strategies.split(",") if s]
     if not set(strategies) <= set(SMPI_NAMES) or not 1 <= args.calls <= 1000:
@@ -265,6 +275,10 @@ def main(argv=None) -> int:
         print(f"smpi_crosscheck: {exc}", file=sys.stderr)
         return 2
     plat = replace(plat, placement=args.placement or plat.placement)
+    if args.renote and args.out:
+        return renote(Path(args.out), Path(args.platform).name, lambda s, p, n: note_for(s, p, n, plat, ""))
+    done = finished(Path(args.out)) if args.resume and args.out else frozenset()
+    until = time.monotonic() + args.total
     with tempfile.TemporaryDirectory(prefix="smpi_crosscheck_") as work:
         rows = []
         for p in args.ranks:
@@ -276,9 +290,10 @@ def main(argv=None) -> int:
                       f"(--memory-gib {args.memory_gib:g}); rd and rabenseifner run them as the Sendrecv schedule "
                       f"(or as SMPI's own with --op none)", file=sys.stderr)
             rows += crosscheck(Path(args.platform), plat, [p], strategies, args.sizes, args.calls, args.timeout,
-                               Path(work), Path(args.out) if args.out else None, memory, args.via, args.op)
+                               Path(work), Path(args.out) if args.out else None, memory, args.via, args.op,
+                               done, until)
     show(rows)
-    return 0 if any(r["smpi_s"] != "" for r in rows) else 3
+    return 0 if not rows or any(r["smpi_s"] != "" for r in rows) else 3  # no rows: --resume found all done
 
 
 if __name__ == "__main__":

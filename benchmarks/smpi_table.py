@@ -24,8 +24,24 @@ def show(rows: list[dict]) -> None:
               f"{smpi} {r['predicted_s'] * 1e6:>12.2f} {ratio}  {r['note']}")
 
 
+_KEY = ("platform", "placement", "ranks", "strategy", "smpi_algorithm", "bytes")
+
+
+def key(*values) -> tuple:
+    """A case's identity: (platform, placement, ranks, strategy, SMPI algorithm, bytes)."""
+    return tuple(map(str, values))
+
+
 def _key(row: dict) -> tuple:
-    return tuple(str(row[k]) for k in ("platform", "placement", "ranks", "strategy", "smpi_algorithm", "bytes"))
+    return key(*(row[k] for k in _KEY))
+
+
+def finished(path: Path) -> frozenset:
+    """The cases ``path`` holds an SMPI figure for (none when it does not exist)."""
+    if not path.exists():
+        return frozenset()
+    with path.open(newline="") as f:
+        return frozenset(_key(r) for r in csv.DictReader(f) if r.get("smpi_s"))
 
 
 def write(path: Path, rows: list[dict]) -> None:
@@ -53,3 +69,16 @@ def _merge(path: Path, rows: list[dict]) -> None:
         w.writeheader()
         for r in kept + [{k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows]:
             w.writerow(r)
+
+
+def renote(path: Path, platform_name: str, notes_for) -> int:
+    """Add to the rows of ``platform_name`` in ``path`` the notes ``notes_for(strategy, ranks, bytes)``
+    ("; "-separated) gives and they lack; the figures stay as they are."""
+    with path.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["platform"] == platform_name]
+    for r in rows:
+        have = [n for n in r["note"].split("; ") if n]
+        wanted = notes_for(r["strategy"], int(r["ranks"]), int(r["bytes"])).split("; ")
+        r["note"] = "; ".join([n for n in wanted if n and n not in have] + have)
+    write(path, rows)
+    return 0

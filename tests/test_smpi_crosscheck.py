@@ -87,3 +87,50 @@ def test_the_operation_that_adds_nothing_gives_smpis_same_simulated_times_at_p64
     assert set(times["sum"]) == {(s, a, b) for s, a in (("ring", "lr"), ("rd", "rdb"), ("rabenseifner", "rab_rdb"))
                                  for b in ("4096", "262144")}
     assert times["none"] == times["sum"]
+
+
+def test_each_size_has_its_own_budget_and_resume_runs_only_what_has_no_figure(tmp_path):
+    """A size that runs out of its budget is a row without an SMPI figure; ``--resume`` runs it
+    again and skips every case the CSV already holds a figure for."""
+    _need_smpi()
+    out = tmp_path / "cc.csv"
+
+    def crosscheck(*extra):
+        return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"), "--platform",
+                               str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64", "--strategies", "rd",
+                               "--sizes", "4K,256K", "--calls", "1", "--out", str(out), *extra],
+                              capture_output=True, text=True, timeout=600)
+
+    starved = crosscheck("--timeout", "0.001")
+    assert starved.returncode == 3, starved.stderr[-2000:]
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["bytes"], r["smpi_s"]) for r in rows] == [("4096", ""), ("262144", "")]
+    assert all(r["note"].startswith("SMPI did not finish") for r in rows), rows
+    resumed = crosscheck("--timeout", "300", "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert resumed.stderr.count(": done in ") == 2, resumed.stderr
+    figures = {r["bytes"]: r["smpi_s"] for r in csv.DictReader(out.open())}
+    assert set(figures) == {"4096", "262144"} and all(figures.values()), figures
+    again = crosscheck("--timeout", "300", "--resume")
+    assert again.returncode == 0 and ": done in " not in again.stderr, again.stderr
+    assert {r["bytes"]: r["smpi_s"] for r in csv.DictReader(out.open())} == figures
+
+
+def test_renote_adds_the_notes_a_row_lacks_once_and_leaves_its_figures(tmp_path):
+    out = tmp_path / "cc.csv"
+    head = ("date,platform,placement,ranks,ranks_per_node,strategy,smpi_algorithm,bytes,smpi_s,smpi_lo_s,smpi_hi_s,"
+            "calls,launches,predicted_s,ratio,smpi_wall_s,note,tag\n")
+    out.write_text(head + "2026-12-03,smpi_4x128.toml,block,4096,128,rabenseifner,rab_rdb,4096,2.44606e-05,"
+                   "2.44606e-05,2.44606e-05,1,1,1.66477e-05,0.680592,7.16,SMPI op none,simulated\n"
+                   "2026-12-03,smpi_4x128.toml,block,4096,128,rabenseifner,rab_rdb,65536,4.06e-05,"
+                   "4.06e-05,4.06e-05,1,1,3.83e-05,0.94,6.38,,simulated\n")
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"), "--platform",
+                               str(ROOT / "platforms" / "smpi_4x128.toml"), "--renote", "--out", str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        rows = {r["bytes"]: r for r in csv.DictReader(out.open())}
+        small, large = rows["4096"], rows["65536"]
+        assert small["note"].count("SMPI rab_rdb: count < p") == 1 and small["note"].endswith("SMPI op none")
+        assert (small["smpi_s"], small["predicted_s"], small["ratio"]) == ("2.44606e-05", "1.66477e-05", "0.680592")
+        assert "count < p" not in large["note"], large
