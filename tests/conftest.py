@@ -89,3 +89,13 @@ def pytest_collection_modifyitems(config, items):
         path = item.nodeid.split("::")[0]
         if path in together:
             item.add_marker(pytest.mark.xdist_group(path))
+
+
+def pytest_runtest_setup(item):
+    """Under ``--dist loadgroup`` a grouped test's id must carry its group: pytest-xdist puts it
+    there, and a pytest whose test ids xdist cannot extend leaves it out, which splits a file
+    over both workers (its shared fixtures built twice, its testbeds side by side)."""
+    if (item.config.getoption("loadgroup", default=False) and item.get_closest_marker("xdist_group")
+            and "@" not in item.nodeid):
+        pytest.fail("pytest-xdist did not keep this file on one worker (its group is missing from "
+                    "the test id): setup.cfg's test extra pins a pytest that this xdist supports")
