@@ -190,8 +190,14 @@ def test_split_brain_commits_nothing_until_healed(shrink_job):
         assert stalls.detail.map(lambda d: d.split("digest ")[1]).nunique() == 1
 
 
+# Every kill phase under respawn: the ones outside the reduction run here only (the logarithmic
+# strategies meet respawn in tests/test_scenarios_strategies.py through kills inside it).
+RESPAWNED = ["kill-before-compute", "kill-mid-reduction", "kill-after-reduce", "kill-after-apply",
+             "kill-ps-server", "cascade", "kill-coordinator"]
+
+
 def test_respawn_restores_the_batch_with_identical_parameters(tmp_path):
-    scenarios = ["kill-mid-reduction", "kill-ps-server", "cascade", "kill-coordinator"]
+    scenarios = RESPAWNED
     job = main_job(tmp_path, 4, scenarios + ["partition-coordinator-minority"], "--recovery", "respawn")
     assert_clean(job, {(s, k) for s in scenarios + ["partition-coordinator-minority"] for k in ("ring", "ps")})
     steps, faults = job.csv("steps.csv"), job.csv("faults.csv")
