@@ -173,7 +173,7 @@ def test_the_modelled_rows_of_the_two_collectives_carry_their_own_busbw_factor(p
 def test_the_recorded_matrix_covers_every_scenario_on_both_engines_and_came_out_as_expected():
     """docs/measured/sharded_matrix.csv (benchmarks/sharded_matrix.py): every named scenario
     under the sharded strategies and both recoveries at p = 2, 3, 4, on MPI and simulated, with
-    and without momentum (on MPI the refusals at p = 3 only; hsdp simulated only so far); each
+    and without momentum (on MPI the refusals at p = 3 only); each
     run passed, each combination that refusal() names was refused."""
     import csv
     from pathlib import Path
@@ -193,7 +193,7 @@ def test_the_recorded_matrix_covers_every_scenario_on_both_engines_and_came_out_
                             refused = schedule is not None and refusal(
                                 strategy, momentum, recovery, schedule,
                                 dict(schedule.options).get("straggler_deadline", 0.0))
-                            on_mpi = strategy != "hsdp" and (not refused or p == 3)  # hsdp: not yet on MPI
+                            on_mpi = not refused or p == 3
                             wanted = p >= smallest and (engine == "sim" or on_mpi)
                             key = (engine, p, strategy, name, recovery, momentum)
                             assert (key in have) == wanted, key
