@@ -195,7 +195,7 @@ def main() -> None:
         print(f"  {r['step_off_ms']:.3f} ms/step off; history {r['history_cost']:.2f}x "
               f"[{r['history_cost_low']:.2f}, {r['history_cost_high']:.2f}], history + check "
               f"{r['with_check_cost']:.2f}x [{r['with_check_cost_low']:.2f}, {r['with_check_cost_high']:.2f}] "
-              f"({r['confidence_pct']} % intervals over {r['pairs']} pairs); load {r['load_before']} -> "
+              f"({r['confidence_pct']} % intervals over {r['pairs']} {'launches' if args.within_launch else 'pairs'}); load {r['load_before']} -> "
               f"{r['load_after']}", flush=True)
 
 
