@@ -100,3 +100,26 @@ def test_a_status_left_from_an_earlier_run_does_not_end_a_job(tmp_path, monkeypa
     result = launch.run_job([sys.executable, "-c", "import time; time.sleep(3)"], tmp_path / "log",
                             deadline_s=60, run_dir=run_dir)
     assert result.returncode == 0 and "had not ended" not in result.stderr_tail
+
+
+@pytest.mark.parametrize("open_mpi_tool", ["ompi_info", "prterun", None])
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_a_pasted_command_carries_open_mpis_root_permission_only_where_it_is_needed(
+        monkeypatch, tmp_path, open_mpi_tool, euid):
+    # Open MPI refuses to start as root without two variables a clean shell lacks; another
+    # MPI's launcher, or a user who is not root, needs neither.
+    from mpibench.base import launch_command
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name in ["mpirun", *([open_mpi_tool] if open_mpi_tool else [])]:
+        (folder / name).write_text("#!/bin/sh\n")
+        (folder / name).chmod(0o755)
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    how = launch_command.Launch((str(folder / "mpirun"), "--oversubscribe"), sys.executable)
+    text = launch_command.command_text(how, 2, ["run", "--steps", "3"])
+    wanted = euid == 0 and open_mpi_tool is not None
+    root_words = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+    assert text.startswith(root_words) == wanted, text
+    words = text.split()
+    assert words[words.index(str(folder / "mpirun")) + 1] == "--oversubscribe", text

@@ -55,10 +55,9 @@ def launch(way: str, other_python: str, ranks: int, args: list[str]) -> tuple[li
 
 
 def paste_env() -> dict:
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return env
+    """A clean shell: a bare PATH and a home, nothing else (root's Open MPI permission
+    too must come from the command itself)."""
+    return {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
 
 
 ORIGIN: dict[str, Path] = {}  # command -> the run folder whose output held it first

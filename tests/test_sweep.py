@@ -116,7 +116,7 @@ def test_replay_command_reproduces_the_rows_exactly(tmp_path):
     # Rows first (they are written before the job ends), then how the jobs ended.
     for o in outcomes:
         folder = tmp_path / "cases" / o.case.case_id
-        replay = run_job_once_more_if_unstarted(shlex.split(o.replay), folder / "replay-log", 60,
+        replay = run_job_once_more_if_unstarted(["env", *shlex.split(o.replay)], folder / "replay-log", 60,
                                                 started=(folder / "replay").exists)
         for name in ("steps.csv", "invariants.csv", "faults.csv"):
             first = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))
@@ -145,7 +145,7 @@ def test_a_violation_is_shrunk_and_the_minimal_command_still_fails(tmp_path):
     assert f"original: {outcome.replay}" in text and f"minimal:  {outcome.minimal}" in text
     args = shlex.split(outcome.minimal)
     assert int(args[args.index("--steps") + 1]) < 8
-    again = subprocess.run(args, env=mpi_env(), capture_output=True, text=True, timeout=60,
+    again = subprocess.run(["env", *args], env=mpi_env(), capture_output=True, text=True, timeout=60,
                            start_new_session=True)
     assert again.returncode == 1 and "equivalence" in again.stdout
     sweep = pd.read_csv(tmp_path / "sweep.csv", keep_default_na=False)
@@ -186,14 +186,9 @@ def test_a_case_a_batch_never_reached_is_blamed_on_the_launch_only_if_nothing_be
 
 
 def pasted_env() -> dict:
-    """A shell as a user would paste into: no virtual environment on the PATH, root's two
-    Open MPI variables kept."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
-    env.update({k: v for k, v in os.environ.items() if k in ("OMPI_ALLOW_RUN_AS_ROOT",
-                                                            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")})
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return env
+    """A clean shell as a user would paste into: no virtual environment on the PATH and no
+    Open MPI variables (root's permission must come from the command itself)."""
+    return {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
 
 
 def paste(command: str, cwd, timeout_s: float = 120) -> subprocess.CompletedProcess:

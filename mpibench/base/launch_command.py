@@ -26,7 +26,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from .launchflags import OPEN_MPI_FLAGS
+from .launchflags import OPEN_MPI_FLAGS, root_env_words
 from .numeric_env import env_prefix
 
 # Launchers a user types (a daemon or proxy under them carries no user flags).
@@ -34,6 +34,7 @@ USER_LAUNCHERS = {"mpirun": "mpirun", "prterun": "mpirun", "orterun": "mpirun", 
                   "mpiexec.hydra": "mpiexec", "srun": "srun"}
 RANK_COUNT_OPTIONS = ("-n", "-np", "--np", "--n", "-c", "--ntasks")
 ANCESTORS_READ = 10
+OPEN_MPI_TOOLS = ("ompi_info", "prterun", "orterun")
 
 _extra_args: list[str] = []  # run arguments a replay needs beyond the config's (the self-test's --mutant)
 
@@ -53,7 +54,23 @@ def command(launch: Launch, ranks: int, args: list[str]) -> list[str]:
 
 
 def command_text(launch: Launch, ranks: int, args: list[str]) -> str:
-    return shlex.join(command(launch, ranks, args))
+    """:func:`command` as one line to paste: for root under Open MPI, led by the variables
+    without which Open MPI refuses to start (a clean shell has none of them)."""
+    return shlex.join([*root_env_for(launch.launcher), *command(launch, ranks, args)])
+
+
+def root_env_for(launcher: tuple[str, ...]) -> list[str]:
+    """``VAR=1`` words a pasted command needs before ``launcher``: Open MPI's permission to
+    run as root when this process is root and the launcher is Open MPI's; none otherwise."""
+    return root_env_words() if launcher and _is_open_mpi_program(launcher[0]) else []
+
+
+def _is_open_mpi_program(program: str) -> bool:
+    """Open MPI installs its own tools beside its launcher; no other MPI ships them, and
+    looking costs no process start (a rank forms its replay command at every run)."""
+    folders = {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}
+    return any(os.access(os.path.join(folder, tool), os.X_OK)
+               for folder in folders for tool in OPEN_MPI_TOOLS)
 
 
 def note_extra_args(args: list[str]) -> None:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from pathlib import Path
 
 from .cases import VIOLATION, Outcome, judge
-from .launch import mpibench_command, run_job
+from .launch import mpibench_command_text, run_job
 
+ENV_PROGRAM = shutil.which("env") or "/usr/bin/env"
 REPRODUCED = "reproduced alone"
 BATCH_ONLY = "batch only"
 
@@ -34,7 +36,8 @@ def rerun_alone(outcome: Outcome, mpiexec: list[str], deadline_s: float) -> Outc
     """Run ``outcome``'s replay command as pasted; record on ``outcome`` whether it found the
     same (``outcome.alone``); return the alone run's own outcome."""
     out_dir = replay_folder(outcome.replay)
-    job = run_job(shlex.split(outcome.replay), out_dir.parent / "replay-log", deadline_s)
+    # through env, as a shell would: the replay may begin with NAME=VALUE words
+    job = run_job([ENV_PROGRAM, *shlex.split(outcome.replay)], out_dir.parent / "replay-log", deadline_s)
     again = judge(outcome.case, out_dir, job, outcome.replay)
     same = again.outcome == outcome.outcome and (
         outcome.outcome != VIOLATION or again.first_violation == outcome.first_violation)
@@ -55,4 +58,4 @@ def write_batch_replay(folder: Path, workers: int, entries: list[dict], mpiexec:
         again.append({"case": entry["case"], "args": args})
     plan = folder / "replay-plan.json"
     plan.write_text(json.dumps({"schema": 1, "workers": workers, "cases": again}, indent=1) + "\n")
-    return shlex.join(mpibench_command(mpiexec, workers, ["batch", str(plan)]))
+    return mpibench_command_text(mpiexec, workers, ["batch", str(plan)])

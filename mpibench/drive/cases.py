@@ -25,7 +25,7 @@ from mpibench.faults.toml_io import dump as schedule_toml
 from mpibench.base.exits import EXIT_PARTIAL
 from mpibench.base.records import STATUS_FILE
 
-from .launch import JobResult, mpibench_command, run_job_once_more_if_unstarted
+from .launch import JobResult, mpibench_command, mpibench_command_text, run_job_once_more_if_unstarted
 
 OK, VIOLATION, CRASH, HANG, NO_VERDICT = "ok", "violation", "crash", "hang", "no-verdict"
 NOT_RUN = "not-run"  # the launch could not support the case: no pass, no finding
@@ -113,7 +113,7 @@ def replay_command(mpiexec: list[str], case: Case, folder: Path, out_name: str =
     folder = Path(folder).absolute()
     args = case.run_args(folder / "schedule.toml", folder / out_name)
     args = args[:-2] + ["--force"] + args[-2:]  # the folder stays the last word
-    return shlex.join(mpibench_command(mpiexec, case.workers, args))
+    return mpibench_command_text(mpiexec, case.workers, args)
 
 
 def run_case(case: Case, folder: Path, mpiexec: list[str], deadline_s: float) -> Outcome:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
-from mpibench.base.launch_command import command, driver_launch
+from mpibench.base.launch_command import command, command_text, driver_launch
 
 from .status_bound import Overdue, StatusBound
 
@@ -117,6 +117,12 @@ def mpibench_command(mpiexec: list[str], ranks: int, args: list[str]) -> list[st
     """The job's command line, runnable as pasted (:func:`mpibench.base.launch_command.command`:
     the numeric environment first, the launcher by its absolute path, this Python)."""
     return command(driver_launch(mpiexec), ranks, args)
+
+
+def mpibench_command_text(mpiexec: list[str], ranks: int, args: list[str]) -> str:
+    """:func:`mpibench_command` as one line that runs as pasted into a clean shell
+    (:func:`mpibench.base.launch_command.command_text`)."""
+    return command_text(driver_launch(mpiexec), ranks, args)
 
 
 @dataclass
