@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import sys
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from mpibench.base.exits import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 
-from .launch import mpibench_command, run_job_once_more_if_unstarted
+from .launch import mpibench_command, mpibench_command_text, run_job_once_more_if_unstarted
 
 LAUNCH_DEADLINE_S = 3600.0
 SUBFOLDER = "launch-{:02d}"
@@ -96,9 +95,9 @@ def run_launches(launcher: list[str], ranks: int, launches: int, argv: list[str]
                  deadline_s: float = LAUNCH_DEADLINE_S, stream=sys.stdout) -> int:
     """Launch ``bench ARGV`` ``launches`` times into ``out``; write the combined tables; exit status."""
     args = ["bench", *job_args(argv)]
-    first = mpibench_command(launcher, ranks, [*args, "--out", os.path.join(out, SUBFOLDER.format(1))])
+    first = mpibench_command_text(launcher, ranks, [*args, "--out", os.path.join(out, SUBFOLDER.format(1))])
     print(f"bench --launches {launches}: {ranks} ranks per launch, folders {out}/launch-NN; the first:\n"
-          f"  {shlex.join(first)}", file=stream, flush=True)
+          f"  {first}", file=stream, flush=True)
     started, done = time.perf_counter(), []
     for n in range(1, launches + 1):
         folder = os.path.join(out, SUBFOLDER.format(n))
