@@ -60,7 +60,7 @@ def measure_p(world: MPI.Comm, p: int, args, strategies) -> list[dict] | None:
             plan = BenchPlan(strategies=strategies, sizes_bytes=(n_bytes,), warmup=2,
                              iterations=calls_for(n_bytes), rounds=args.rounds, seed=args.seed, model=False,
                              options=strategy_options(parse_size(args.bucket_bytes), 0))
-            _, spreads = measure_size(comm, plan, floor, NumpyBackend(), n_bytes)
+            _, spreads, _ = measure_size(comm, plan, floor, NumpyBackend(), n_bytes)
             rows.append(_row(p, n_bytes, spreads))
             if rank == 0:
                 print(line(rows[-1], strategies), flush=True)

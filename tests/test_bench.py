@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from mpibench.job.bench import BenchPlan, Expected, bench_row, human_bytes, split_names, sweep_sizes, validate
-from mpibench.job.bench.plan import registered
+from mpibench.job.bench.plan import DEFAULT_ROUND_S, registered, round_seconds
 from mpibench.sync.registry import SHARDED
-from mpibench.job.bench.rounds import RoundTimes, ratio_to, spread
+from mpibench.job.bench.rounds import MAX_CALLS_PER_ROUND, RoundTimes, calls_per_round, ratio_to, spread
 from mpibench.job.bench.rows import NO_COMMUNICATION, summary_lines
 from mpibench.base.config import UsageError
 from mpibench.base.records import BENCH_COLUMNS
@@ -109,10 +109,42 @@ def test_strategy_names_come_from_the_registry():
     BenchPlan(("ring",), (6,)), BenchPlan(("ring",), ()), BenchPlan(("ring",), (4,), iterations=0),
     BenchPlan(("ring",), (4,), rounds=0), BenchPlan(("ring",), (4,), dtype="float64"),
     BenchPlan(("ring",), (8,), dtype="int8"), BenchPlan(("ring",), (8,), c_floor="maybe"),
+    BenchPlan(("ring",), (4,), round_s=-0.001), BenchPlan(("ring",), (4,), round_s=11.0),
 ])
 def test_validate_refuses(plan):
     with pytest.raises(UsageError):
         validate(plan)
+
+
+@pytest.mark.parametrize("round_ms, iterations, expected_s", [
+    (None, None, DEFAULT_ROUND_S), (None, 20, 0.0), (None, 1, 0.0), (10.0, None, 0.01), (0.0, None, 0.0),
+    (5.0, 100, 0.005)])
+def test_a_round_is_time_filled_unless_a_call_count_is_given(round_ms, iterations, expected_s):
+    # a count given is run exactly (as IMB's -iter with -iter_policy off); left to bench, the
+    # calls fill the default time
+    assert round_seconds(round_ms, iterations) == pytest.approx(expected_s)
+
+
+class _Probe:
+    def __init__(self, call_s):
+        self.call_s = call_s
+
+    def time_calls(self, calls):
+        from mpibench.job.bench.candidates import Timed
+
+        return Timed(np.full(calls, self.call_s), 0)
+
+
+class _OneRank:
+    def allreduce(self, value, op=None):
+        return value
+
+
+@pytest.mark.parametrize("call_s, minimum, round_s, calls", [
+    (1e-5, 20, 0.05, 5000), (1e-2, 20, 0.05, 20), (1e-3, 20, 0.0, 20), (1e-9, 1, 0.05, MAX_CALLS_PER_ROUND),
+    (2e-3, 1, 0.05, 25), (0.0, 3, 0.05, MAX_CALLS_PER_ROUND)])
+def test_calls_per_round_fill_the_round_and_never_fall_below_the_count(call_s, minimum, round_s, calls):
+    assert calls_per_round(_OneRank(), _Probe(call_s), minimum, round_s) == calls
 
 
 def test_human_bytes():

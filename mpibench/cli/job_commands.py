@@ -113,7 +113,12 @@ def replacement():
               help="element type (strategies reduce float32 only and are left out at float64)")
 @click.option("--in-place/--out-of-place", default=False, show_default=True,
               help="placement of the blocking and C baselines (strategies always reduce in place)")
-@click.option("--iterations", type=int, default=20, show_default=True, help="timed calls per round")
+@click.option("--iterations", type=int, default=None,
+              help="timed calls per candidate and round [default: 20, or more to fill --round-ms]")
+@click.option("--round-ms", type=float, default=None,
+              help="each candidate's batch of timed calls lasts at least this long: more calls at small "
+                   "sizes, counted from the blocking baseline's time [default: 50 without --iterations, "
+                   "else 0: exactly --iterations calls]")
 @click.option("--rounds", type=int, default=5, show_default=True,
               help="interleaved rounds per size (median, p90 and cv% over them)")
 @click.option("--warmup", type=int, default=5, show_default=True, help="untimed calls before the rounds")
@@ -142,7 +147,7 @@ def replacement():
 @click.option("--launch-deadline", type=float, default=None,
               help="with --launches: seconds before one launch is killed as hung [default: 3600]")
 @with_options(out_options("bench.csv"))
-def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, rounds, warmup, seed,
+def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, round_ms, rounds, warmup, seed,
           bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, launches, np_ranks,
           launch_deadline, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
@@ -158,7 +163,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     if np_ranks is not None or launch_deadline is not None:
         raise UsageError("--np and --launch-deadline go with --launches N (N > 1); under mpirun its -n decides")
     from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
-    from mpibench.job.bench.plan import validate, wants_floor
+    from mpibench.job.bench.plan import DEFAULT_ITERATIONS, round_seconds, validate, wants_floor
 
     if min_bytes is not None or max_bytes is not None:
         if sizes is not None or min_bytes is None or max_bytes is None:
@@ -168,7 +173,8 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
         sizes_bytes = parse_list(sizes or DEFAULT_SIZES, "--sizes", parse_size)
     names, c_named = split_names(strategies)
     plan = BenchPlan(strategies=names, sizes_bytes=tuple(sizes_bytes), dtype=dtype, in_place=in_place,
-                     warmup=warmup, iterations=iterations, rounds=rounds, seed=seed,
+                     warmup=warmup, iterations=DEFAULT_ITERATIONS if iterations is None else iterations,
+                     round_s=round_seconds(round_ms, iterations), rounds=rounds, seed=seed,
                      c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
                      calibration=calibration, anchor=anchor, floor=wants_floor(strategies),
                      options=strategy_options(parse_size(bucket_bytes), ps_shards))

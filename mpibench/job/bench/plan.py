@@ -11,6 +11,9 @@ from .inputs import DTYPES
 
 DEFAULT_SIZES = "4K,1M,16M"
 MAX_SWEEP_SIZES = 64
+DEFAULT_ROUND_S = 0.05  # a batch of calls per candidate and round lasts at least this long by default
+DEFAULT_ITERATIONS = 20
+MAX_ROUND_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,8 @@ class BenchPlan:
     dtype: str = "float32"
     in_place: bool = False  # the baselines' placement; strategies always reduce in place
     warmup: int = 5
-    iterations: int = 20  # timed calls per round
+    iterations: int = DEFAULT_ITERATIONS  # timed calls per round (the least, when round_s is above 0)
+    round_s: float = 0.0  # above 0: each batch's calls last at least this long (more calls when small)
     rounds: int = 5
     seed: int = 0
     c_floor: str = "auto"  # auto | on | off
@@ -95,6 +99,8 @@ def validate(plan: BenchPlan) -> None:
     for n in plan.sizes_bytes:
         if n < plan.itemsize or n % plan.itemsize:
             raise UsageError(f"size {n} B is not a positive multiple of {plan.itemsize} bytes ({plan.dtype})")
+    if not 0 <= plan.round_s <= MAX_ROUND_S:
+        raise UsageError(f"--round-ms must be from 0 to {MAX_ROUND_S * 1e3:g} (got {plan.round_s * 1e3:g})")
     if plan.iterations < 1 or plan.warmup < 0 or plan.rounds < 1:
         raise UsageError(f"--iterations and --rounds must be at least 1 and --warmup at least 0 "
                          f"(got {plan.iterations}, {plan.rounds}, {plan.warmup})")
@@ -112,3 +118,11 @@ def validate(plan: BenchPlan) -> None:
 
 __all__ = ["BenchPlan", "BLOCKING", "C_FLOOR", "DEFAULT_SIZES", "registered", "split_names",
            "sweep_sizes", "validate"]
+
+
+def round_seconds(round_ms: float | None, iterations: int | None) -> float:
+    """``--round-ms`` in seconds: as given, else the default when the call count is left to
+    bench, else 0 (a count given is run exactly)."""
+    if round_ms is not None:
+        return round_ms / 1e3
+    return DEFAULT_ROUND_S if iterations is None else 0.0

@@ -23,10 +23,14 @@ restart inside its figure (:mod:`benchmarks.vs_anchor` showed ``blocking``
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from mpi4py import MPI
+
+PROBE_CALLS = 10
+MAX_CALLS_PER_ROUND = 20_000
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,18 @@ def timed_round(mpi: MPI.Comm, candidate, calls: int, lead: int = 0) -> tuple[Ro
         return candidate.round_times(mpi, calls)
     timed = candidate.time_calls(lead + calls)
     return over_ranks(mpi, timed.times_s[lead:]), timed.wrong
+
+
+def calls_per_round(mpi: MPI.Comm, probe, minimum: int, round_s: float) -> int:
+    """At least ``minimum`` timed calls per batch, and with ``round_s`` above 0 enough that a
+    batch of ``probe`` (the blocking baseline) lasts that long: a 4 KiB batch of 20 calls
+    lasts 0.1 ms, so one descheduling of a rank decided its whole round. The estimate is
+    the slowest rank's median call over a few probe calls, so every rank runs the same count."""
+    if round_s <= 0:
+        return minimum
+    per_call = float(np.median(probe.time_calls(PROBE_CALLS).times_s))
+    slowest = mpi.allreduce(per_call, op=MPI.MAX)
+    return int(min(MAX_CALLS_PER_ROUND, max(minimum, math.ceil(round_s / max(slowest, 1e-9)))))
 
 
 def run_rounds(mpi: MPI.Comm, candidates: list, warmup: int, iterations: int, rounds: int) -> dict:

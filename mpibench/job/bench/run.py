@@ -26,7 +26,7 @@ from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyRe
 from .inputs import DTYPES, Expected
 from .model import disagreements, flag_lines, load_calibration, modelled_rows
 from .plan import BenchPlan
-from .rounds import ratio_to, run_rounds
+from .rounds import calls_per_round, ratio_to, run_rounds
 from .rows import ONE_LAUNCH_NOTE, header_line, measured_row, progress_line, summary_lines
 
 
@@ -55,7 +55,7 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
         raise CouldNotRun(f"the C baseline could not be built or loaded: {where}")
     _say(world, f"# p={world.Get_size()}  dtype {plan.dtype}  op sum  baselines "
                 f"{'in' if plan.in_place else 'out-of'}-place  warm-up {plan.warmup}  "
-                f"{plan.rounds} rounds x {plan.iterations} calls  GB/s = 1e9 B/s"
+                f"{plan.rounds} rounds x {_calls_said(plan)}  GB/s = 1e9 B/s"
                 + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}")
                 + ("" if plan.anchor is None else f"\n# anchor: {anchor_label(plan.anchor)}, launched by rank 0 "
                    f"in every round while the benchmark's ranks sleep")
@@ -87,6 +87,12 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
     return Outcome(rows, where)
 
 
+def _calls_said(plan: BenchPlan) -> str:
+    if plan.round_s <= 0:
+        return f"{plan.iterations} calls"
+    return f"at least {plan.iterations} calls, enough to last {plan.round_s * 1e3:g} ms (column iterations)"
+
+
 def _calibration(world: MPI.Comm, plan: BenchPlan):
     if not plan.model:
         return None
@@ -105,8 +111,9 @@ def _open_log(world: MPI.Comm, out_dir: str | None, append: bool):
     return CsvLog(os.path.join(out_dir, "bench.csv"), BENCH_COLUMNS, append)
 
 
-def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> tuple[list, dict]:
-    """Time every candidate at one size: (candidate names and placements, name -> Spread)."""
+def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> tuple[list, dict, int]:
+    """Time every candidate at one size: (candidate names and placements, name -> Spread,
+    timed calls per round)."""
     count = n_bytes // plan.itemsize
     expected = Expected(plan.seed, comm.rank, comm.size, count, DTYPES[plan.dtype])
     candidates = [BlockingAllreduce(comm.mpi, expected, plan.in_place)]
@@ -129,19 +136,20 @@ def measure_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int) -> t
             candidates.append(StrategyReduce(strategy, comm, expected, backend))
             candidates += sharded.parts_of(strategy, comm, expected, backend)  # reduce-scatter, all-gather
     try:
-        spreads = run_rounds(comm.mpi, candidates, plan.warmup, plan.iterations, plan.rounds)
+        calls = calls_per_round(comm.mpi, candidates[0], plan.iterations, plan.round_s)
+        spreads = run_rounds(comm.mpi, candidates, plan.warmup, calls, plan.rounds)
     except AnchorFailed as exc:
         raise CouldNotRun(f"the anchor did not run: {exc}") from None
     finally:
         for c in candidates:
             c.close()
-    return [(c.name, c.in_place) for c in candidates], spreads
+    return [(c.name, c.in_place) for c in candidates], spreads, calls
 
 
 def _one_size(comm: Comm, plan: BenchPlan, floor, backend, n_bytes: int, crowding: str = "") -> list[dict]:
-    names, spreads = measure_size(comm, plan, floor, backend, n_bytes)
+    names, spreads, calls = measure_size(comm, plan, floor, backend, n_bytes)
     base = spreads[BLOCKING]
-    rows = [measured_row(name, comm.size, n_bytes, plan.dtype, in_place, plan.warmup, plan.iterations,
+    rows = [measured_row(name, comm.size, n_bytes, plan.dtype, in_place, plan.warmup, calls,
                          plan.rounds, spreads[name], ratio_to(base, spreads[name])) for name, in_place in names]
     for row in rows:
         if row["strategy"] == ANCHOR:
