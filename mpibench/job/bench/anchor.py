@@ -96,7 +96,17 @@ def parse_table(kind: str, text: str) -> dict[int, RoundTimes]:
 
 def run_once(path: str, n_bytes: int, ranks: int, calls: int, warmup: int,
              cores: set[int] | None = None) -> RoundTimes:
-    """Launch the tool once for one size (on the calling process) and read its figure."""
+    """Launch the tool for one size (on the calling process) and read its figure; a launch
+    that gives none is tried once more before the anchor counts as failed (the launcher
+    itself sometimes fails to start, e.g. "The PMIx server's listener thread failed to
+    start", once in some hundred launches here)."""
+    try:
+        return _launch(path, n_bytes, ranks, calls, warmup, cores)
+    except AnchorFailed:
+        return _launch(path, n_bytes, ranks, calls, warmup, cores)
+
+
+def _launch(path: str, n_bytes: int, ranks: int, calls: int, warmup: int, cores: set[int] | None) -> RoundTimes:
     with tempfile.TemporaryDirectory(prefix="mpibench-anchor-") as tmp:
         cmd = launcher_argv() + ["-n", str(ranks)] + tool_args(
             path, n_bytes, ranks, calls, warmup, os.path.join(tmp, "lengths"))
