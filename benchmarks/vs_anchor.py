@@ -1,7 +1,7 @@
 """``bench``'s baselines against an independent anchor, in the same interleaved rounds.
 
     python benchmarks/vs_anchor.py [--anchor PATH] [--ranks 2] [--sizes 4K,...,64M] [--rounds 5] [--launches 6]
-        [--out DIR] [--write]
+        [--round-ms 50 | --iterations N] [--out DIR] [--write]
 
 Not under mpirun: it runs ``bench --launches K`` (the driver outside MPI:
 ``MPIBENCH_MPIEXEC``, else ``mpirun``) with ``--strategies c_floor --anchor PATH``,
@@ -55,6 +55,14 @@ def own_anchor() -> str:
     return str(cfloor.build(mpicc, cfloor.ANCHOR_SOURCE))
 
 
+def calls_args(args) -> list[str]:
+    """bench's call-count options: a count given is run exactly; else each round lasts
+    ``--round-ms`` on both sides (the anchor gets the same count of calls per round)."""
+    if args.iterations is not None:
+        return ["--iterations", str(args.iterations)]
+    return ["--round-ms", str(args.round_ms)]
+
+
 def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
     """``bench --launches K`` (the driver outside MPI): every launch in OUT/launch-NN, each with its
     fingerprint, the anchor launched in every round of every launch, interleaved with bench's own."""
@@ -62,7 +70,7 @@ def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
 
     cmd = [sys.executable, "-m", "mpibench", "bench", "--launches", str(args.launches), "--np", str(args.ranks),
            "--sizes", args.sizes, "--strategies", "c_floor", "--anchor", anchor, "--rounds", str(args.rounds),
-           "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force"]
+           *calls_args(args), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force"]
     print(f"# {shlex.join(cmd)}", flush=True)
     from mpibench.drive.launch import job_env
     from mpibench.job.bench.pages import with_pages
@@ -171,7 +179,10 @@ def main() -> int:
     parser.add_argument("--pages", choices=["4k", "huge"], default="4k",
                         help="4k: no buffer madvises huge pages (as a C tool's malloc by default); huge: NumPy's, "
                         "the MPI's and the anchor's all do (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)")
-    parser.add_argument("--iterations", type=int, default=50, help="timed calls per round, every size")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="timed calls per round, every size [default: as many as last --round-ms]")
+    parser.add_argument("--round-ms", type=float, default=50.0,
+                        help="without --iterations: each round's calls last this long (bench's --round-ms)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--tolerance", type=float, default=0.10)
     parser.add_argument("--mpiexec", default=None, help="launcher (default: $MPIBENCH_MPIEXEC, else mpirun)")
@@ -203,7 +214,7 @@ def main() -> int:
         printed = first.read_text(errors="replace") if first is not None and first.exists() else printed
         pages = next((line for line in printed.splitlines() if line.startswith("# pages:")), "# pages: not printed")
     print(f"# p={args.ranks}  anchor {anchor}  {len(launches)} launches x {args.rounds} interleaved rounds x "
-          f"{args.iterations} calls  load before {before}, after {load()}")
+          f"{args.iterations or f'{args.round_ms:g} ms of'} calls  load before {before}, after {load()}")
     print(pages)
     print("\n".join(lines))
     print("# the same launches, paired within each launch (t_max), over launches:")
