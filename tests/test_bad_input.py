@@ -88,6 +88,7 @@ ROWS = [
     (["bench", "--sizes", "nan"], "size"),
     (["bench", "--sizes", "-4K"], "size"),
     (["bench", "--iterations", "0"], "--iterations"),
+    (["bench", "--round-ms", "-1"], "--round-ms"),
     (["bench", "--strategies", "no-such-strategy"], "strategy"),
     (["bench", "--seed", "-1"], "--seed"),
     (["bench", "--out", RESULTS], "already holds results"),

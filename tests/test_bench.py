@@ -293,3 +293,18 @@ def test_bad_bench_input_exits_2_with_one_line(args):
     assert job.returncode == 2, job.text
     lines = job.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mpibench: error:"), job.stderr
+
+
+@pytest.mark.mpi
+def test_without_a_call_count_small_sizes_get_more_calls_and_every_candidate_the_same(tmp_path):
+    # 100 ms of 4 KiB calls is far more than the 20-call minimum on any host that can run
+    # MPI at all (a call would have to take 5 ms); 16 MiB calls keep the minimum only when
+    # a call takes 5 ms or more, so only the small size's count is pinned down.
+    job = run_mpi(2, ["bench", "--sizes", "4K,64K", "--strategies", "ring", "--round-ms", "100", "--rounds", "2",
+                      "--warmup", "1", "--no-model", "--c-baseline", "off"], out=tmp_path, timeout=180)
+    assert job.returncode == 0, job.text[-3000:]
+    m = _check_measured(job.csv("bench.csv"), 2)
+    per_size = m.groupby("bytes").iterations.agg(["min", "max"])
+    assert (per_size["min"] == per_size["max"]).all(), per_size  # one count per size, for every candidate
+    assert per_size.loc[4096, "min"] > 20, per_size
+    assert "enough to last 100 ms" in job.stdout
