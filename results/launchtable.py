@@ -19,7 +19,7 @@ from . import launchstats as ls
 
 # bench.csv's columns come first, unchanged; these follow
 INTERVAL_COLUMNS = ["launches", "confidence_pct", "time_max_s_low", "time_max_s_high", "vs_blocking_low",
-                    "vs_blocking_high", "verdict", "clusters", "bimodal_p", "by_state", "model_ratio_low",
+                    "vs_blocking_high", "verdict", "clusters", "bimodal_p", "by_state", "by_size_state", "model_ratio_low",
                     "model_ratio_high", "model_call", "margin_pct", "resolution_pct"]
 LAUNCH_COLUMNS = ["launch", "folder", "exit", "wall_s", "load_before", "pingpong_1mib_s", "memcpy_gbps",
                   "add_gbps", "state"]
@@ -62,10 +62,21 @@ def states(prints: pd.DataFrame) -> dict[int, str]:
     return dict(zip(prints.launch.astype(int), named))
 
 
+def size_states(measured: pd.DataFrame) -> dict[tuple[int, int], dict[int, str]]:
+    """(ranks, bytes) -> {launch: state}: the launches clustered on the blocking call's own
+    time at that size. A size can have launch states of its own that the fingerprint misses:
+    at 64 KiB the blocking call took 12 us in some launches and 20-45 us in others, and the
+    strategies' ratios moved with it, while the 1 MiB ping-pong put every launch in one state."""
+    base = measured[measured.strategy == "blocking"]
+    return {(int(r), int(b)): dict(zip(g.launch.astype(int), ls.launch_states(list(g.time_max_s))))
+            for (r, b), g in base.groupby(["ranks", "bytes"])}
+
+
 def _by_state(group: pd.DataFrame, state_of: dict[int, str]) -> str:
     parts = []
-    for state in dict.fromkeys(state_of[int(n)] for n in group.launch):
-        mine = group[[state_of[int(n)] == state for n in group.launch]].vs_blocking.dropna()
+    named = [state_of.get(int(n), "unknown") for n in group.launch]
+    for state in dict.fromkeys(named):
+        mine = group[[s == state for s in named]].vs_blocking.dropna()
         if len(mine):
             parts.append(f"{state} {mine.median():.2f}x ({len(mine)})")
     return ", ".join(parts)
@@ -90,6 +101,7 @@ def combine(rows: pd.DataFrame, state_of: dict[int, str], columns: list[str]) ->
     if rows.empty:
         return pd.DataFrame(columns=columns + INTERVAL_COLUMNS)
     measured, modelled = rows[rows.tag == "measured"], rows[rows.tag == "modelled"]
+    by_size = size_states(measured)
     out = []
     for key, group in measured.groupby(KEY, sort=False):
         row = {c: group[c].iloc[0] if c in group else None for c in columns}
@@ -105,7 +117,9 @@ def combine(rows: pd.DataFrame, state_of: dict[int, str], columns: list[str]) ->
             v = ls.compare(list(group.vs_blocking.dropna()))
             row.update(vs_blocking_low=v.ratio.low, vs_blocking_high=v.ratio.high, verdict=v.verdict,
                        clusters=" / ".join(f"{c:.2f}x" for c in v.clusters), bimodal_p=v.bimodal_p,
-                       by_state=_by_state(group, state_of), margin_pct=round(v.margin * 100, 1),
+                       by_state=_by_state(group, state_of),
+                       by_size_state=_by_state(group, by_size.get((int(key[1]), int(key[2])), {})),
+                       margin_pct=round(v.margin * 100, 1),
                        resolution_pct=v.resolution_pct)
         mine = modelled[(modelled.strategy == key[0]) & (modelled.ranks == key[1]) & (modelled.bytes == key[2])]
         ratio, low, high, call = _model(group, mine)

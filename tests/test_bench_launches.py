@@ -125,3 +125,29 @@ def test_force_replaces_an_earlier_runs_launch_folders(tmp_path):
     (tmp_path / "keep.txt").write_text("mine")
     clear_launches(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "launch-notes"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_sizes_own_launch_states_show_where_the_fingerprint_sees_one(tmp_path, seed):
+    """The fingerprint puts every launch in one state, but blocking's own time at the size falls
+    in two, and ring's ratio with it (0.8x in the fast launches, 1.0x in the slow ones)."""
+    rng = np.random.default_rng(seed)
+    kinds = ["fast", "slow", "fast", "slow", "fast", "slow"]
+    folders = []
+    for i, kind in enumerate(kinds, start=1):
+        folder = tmp_path / f"launch-{i:02d}"
+        ratio = (0.8 if kind == "fast" else 1.0) * np.exp(rng.normal(0, 0.01))
+        _launch_folder(folder, rng, kind, ratio, 1.0)
+        prints = pd.read_csv(folder / "fingerprint.csv")
+        prints["pingpong_1mib_s"] = 170e-6 * np.exp(rng.normal(0, 0.01))  # one state by the fingerprint
+        prints.to_csv(folder / "fingerprint.csv", index=False)
+        folders.append(str(folder))
+    rows, prints = read_launches(folders)
+    state_of = states(prints)
+    assert set(state_of.values()) == {"one"}
+    ring = combine(rows, state_of, BENCH_COLUMNS).query("strategy == 'ring'").iloc[0]
+    assert ring.by_state.startswith("one ") and ring.by_state.endswith("(6)")
+    parts = dict(part.split(" ", 1) for part in ring.by_size_state.split(", "))
+    assert set(parts) == {"fast", "slow"}, ring.by_size_state
+    assert parts["fast"].startswith("0.8") and parts["slow"].startswith(("1.0", "0.9")), ring.by_size_state
+    assert parts["fast"].endswith("(3)") and parts["slow"].endswith("(3)")
