@@ -25,9 +25,10 @@ buffer with nothing added (``smpi_algorithm`` ``sendrecv-rd``,
 ``--via schedule`` runs them that way at every size, to check the two
 against each other where both fit. ``--op none`` instead gives SMPI's own
 ``lr``, ``rdb`` and ``rab_rdb`` an operation that adds nothing: they send only
-from the caller's shared buffer, so SMPI skips every copy into their scratch,
-which is then never written (address space, not memory), and they run at any
-p x bytes; with computation not simulated, the simulated times are the same as
+from the caller's shared buffer, so SMPI skips each message's copy into their
+scratch, and they run at any p x bytes (a rank's copies to itself stay real
+memcpy: ``rdb``'s take minutes at 4096 x 16 MiB, where the schedule makes
+none); with computation not simulated, the simulated times are the same as
 with ``MPI_SUM`` (``tests/test_smpi_crosscheck.py`` checks this at p = 64).
 
 Both sides leave out the same things, so the ratio compares networks only:
