@@ -5,10 +5,10 @@
  * WARMUP 1 makes one untimed call per size first (an smp_* algorithm builds its node
  * communicators on its first use), 0 none. OP `sum` is MPI_SUM; `none` is a commutative
  * user-defined operation that adds nothing: with smpi/simulate-computation:no SMPI charges no
- * time for the sums either way, so the simulated times are the same, but `none` leaves the
- * collectives' private scratch buffers untouched (the data copies into them are skipped because
- * the sender's buffer is shared), so p = 4096 ranks x 64 MiB costs address space, not memory, and
- * no host time is spent adding floats nobody reads. */
+ * time for the sums either way, so the simulated times are the same, but with `none` the messages'
+ * copies into the collectives' private scratch are skipped (the sender's buffer is shared), so
+ * p = 4096 ranks x 64 MiB fits, and no host time is spent adding floats nobody reads. A rank's copy
+ * to itself (SimGrid's Datatype::copy) is still a real memcpy between shared buffers. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -25,9 +25,10 @@ buffer with nothing added (``smpi_algorithm`` ``sendrecv-rd``,
 ``--via schedule`` runs them that way at every size, to check the two
 against each other where both fit. ``--op none`` instead gives SMPI's own
 ``lr``, ``rdb`` and ``rab_rdb`` an operation that adds nothing: they send only
-from the caller's shared buffer, so SMPI skips every copy into their scratch,
-which is then never written (address space, not memory), and they run at any
-p x bytes; with computation not simulated, the simulated times are the same as
+from the caller's shared buffer, so SMPI skips each message's copy into their
+scratch, and they run at any p x bytes (a rank's copies to itself stay real
+memcpy: ``rdb``'s take minutes at 4096 x 16 MiB, where the schedule makes
+none); with computation not simulated, the simulated times are the same as
 with ``MPI_SUM`` (``tests/test_smpi_crosscheck.py`` checks this at p = 64).
 
 Both sides leave out the same things, so the ratio compares networks only:
@@ -65,7 +66,7 @@ from mpibench.base.config import UsageError  # noqa: E402
 from mpibench.sim import rounds  # noqa: E402
 from mpibench.sim.platform import Platform, load_platform  # noqa: E402
 from mpibench.sim.platform_xml import hosts_needed, to_simgrid_xml  # noqa: E402
-from smpi_table import finished, key, renote, show, write  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
+from smpi_table import finished, key, renote, show, wall_trend, write  # noqa: E402  (benchmarks/, on sys.path as the script's folder)
 
 SMPI_NAMES = {"ring": "lr", "rd": "rdb", "rabenseifner": "rab_rdb", "hier": "smp_rdb"}
 SCHEDULES = {"rd": "rd", "rabenseifner": "rab"}  # smpi_schedule.c's names
@@ -215,7 +216,8 @@ def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: in
             for algorithm, schedule, some in jobs_for(strategy, p, sizes, memory_bytes, via, op):
                 op_note = "SMPI op none (nothing added; same simulated time)" if op == "none" and not schedule else ""
                 for n in some:
-                    if key(source.name, plat.placement, p, strategy, algorithm, n) in done:
+                    case = key(source.name, plat.placement, p, strategy, algorithm, n)
+                    if case in done:
                         continue
                     if time.monotonic() >= until:
                         return out
@@ -223,8 +225,9 @@ def crosscheck(source: Path, plat: Platform, ranks, strategies, sizes, calls: in
                                                   [n], calls, timeout_s, schedule, op)
                     predicted = rounds.sync_s(bare, strategy, p, n)
                     row = next((r for r in found if r.nbytes == n), None)
+                    trend = wall_trend(out_path, case) if out_path is not None and not row else ""
                     note = (note_for(strategy, p, n, plat, op_note) if row else
-                            f"SMPI did not finish: {why or 'no output'}")
+                            "; ".join(filter(None, (f"SMPI did not finish: {why or 'no output'}", trend))))
                     out.append(_row(source, plat, p, strategy, algorithm, n, calls, predicted, wall_s, note, row))
                     print(f"p={p} {strategy} ({algorithm}) {n} B: {why or 'done'} in {wall_s:.1f} s",
                           file=sys.stderr, flush=True)

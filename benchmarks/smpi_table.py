@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import math
 import os
+from collections import Counter
 from pathlib import Path
 
 COLUMNS = ["date", "platform", "placement", "ranks", "ranks_per_node", "strategy", "smpi_algorithm", "bytes",
@@ -42,6 +44,29 @@ def finished(path: Path) -> frozenset:
         return frozenset()
     with path.open(newline="") as f:
         return frozenset(_key(r) for r in csv.DictReader(f) if r.get("smpi_s"))
+
+
+def wall_trend(path: Path, case: tuple) -> str:
+    """For a case (:func:`key`) SMPI did not finish: its wall seconds at the two largest smaller p
+    that ``path`` holds a figure for (same platform, placement, algorithm and size), carried on to
+    this p at the growth of that last step, p**e; '' with fewer than two such rows."""
+    if not path.exists():
+        return ""
+    platform, placement, ranks, strategy, algorithm, nbytes = case
+    with path.open(newline="") as f:
+        alike = [r for r in csv.DictReader(f) if r["smpi_s"] and r["smpi_wall_s"]
+                 and _key(r)[:2] + _key(r)[3:5] == (platform, placement, strategy, algorithm)]
+    # a wall time that several sizes share is a whole launch's (rows from before one launch per size)
+    launches = Counter((r["ranks"], r["smpi_wall_s"]) for r in alike)
+    walls = sorted((int(r["ranks"]), float(r["smpi_wall_s"])) for r in alike if r["bytes"] == nbytes
+                   and int(r["ranks"]) < int(ranks) and launches[r["ranks"], r["smpi_wall_s"]] == 1)
+    if len(walls) < 2 or walls[-2][0] == walls[-1][0]:
+        return ""
+    (p1, w1), (p2, w2) = walls[-2:]
+    growth = math.log(w2 / w1) / math.log(p2 / p1)
+    seen = ", ".join(f"{w:.1f} s at p = {p}" for p, w in walls)
+    return (f"SMPI's wall time for this case: {seen}; at p**{growth:.2f} (the last step) "
+            f"about {w2 * (int(ranks) / p2) ** growth:,.0f} s at p = {ranks} (extrapolated)")
 
 
 def write(path: Path, rows: list[dict]) -> None:

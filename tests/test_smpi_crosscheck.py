@@ -134,3 +134,23 @@ def test_renote_adds_the_notes_a_row_lacks_once_and_leaves_its_figures(tmp_path)
         assert small["note"].count("SMPI rab_rdb: count < p") == 1 and small["note"].endswith("SMPI op none")
         assert (small["smpi_s"], small["predicted_s"], small["ratio"]) == ("2.44606e-05", "1.66477e-05", "0.680592")
         assert "count < p" not in large["note"], large
+
+
+def test_a_case_smpi_did_not_finish_is_noted_with_its_wall_time_carried_on_from_smaller_p(tmp_path):
+    """The note extends the wall time's growth over the last doubling that ran; a wall time that several
+    sizes share (one launch of them all) is not a size's own and is left out."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from smpi_table import key, wall_trend
+
+    out = tmp_path / "cc.csv"
+    head = ("date,platform,placement,ranks,ranks_per_node,strategy,smpi_algorithm,bytes,smpi_s,smpi_lo_s,smpi_hi_s,"
+            "calls,launches,predicted_s,ratio,smpi_wall_s,note,tag\n")
+    row = "2026-12-03,p.toml,block,{p},128,ring,lr,{n},1e-3,1e-3,1e-3,1,1,1e-3,1,{w},,simulated\n"
+    out.write_text(head + "".join(row.format(p=p, n=n, w=w) for p, n, w in (
+        (256, 32768, 900), (256, 4096, 900), (512, 32768, 10), (1024, 32768, 40), (2048, 32768, 160),
+        (2048, 4096, 7))))
+    note = wall_trend(out, key("p.toml", "block", 4096, "ring", "lr", 32768))
+    assert note == ("SMPI's wall time for this case: 10.0 s at p = 512, 40.0 s at p = 1024, 160.0 s at p = 2048; "
+                    "at p**2.00 (the last step) about 640 s at p = 4096 (extrapolated)"), note
+    assert wall_trend(out, key("p.toml", "block", 4096, "ring", "lr", 4096)) == ""  # one own wall time only
+    assert wall_trend(out, key("p.toml", "cyclic", 4096, "ring", "lr", 32768)) == ""
