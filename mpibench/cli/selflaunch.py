@@ -20,7 +20,6 @@ import sys
 import time
 
 from mpibench.base.exits import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_PARTIAL
-from mpibench.base.launchflags import root_env_words
 from mpibench.base.orphan_guard import started_by_launcher
 from mpibench.job.outdir import DEFAULT_PARENT
 
@@ -42,7 +41,7 @@ def under_launcher() -> bool:
 
 def launch_main_job(ranks: int | None, args: list[str]) -> int:
     """Run ``python -m mpibench ARGS`` on ``ranks`` ranks under the launcher; its exit status."""
-    from mpibench.drive.launch import LaunchError, is_open_mpi, job_env, mpibench_command, preflight
+    from mpibench.drive.launch import LaunchError, job_env, mpibench_command, mpibench_command_text, preflight
 
     ranks = ranks or DEFAULT_RANKS
     try:
@@ -52,9 +51,8 @@ def launch_main_job(ranks: int | None, args: list[str]) -> int:
               file=sys.stderr, flush=True)
         return EXIT_COULD_NOT_RUN
     cmd = mpibench_command(launcher, ranks, args)
-    pasted = [*root_env_words(), *cmd] if is_open_mpi(launcher[0]) else cmd
     print(f"mpibench: started without a launcher; running the main job on {ranks} ranks "
-          f"(--np N or MPIBENCH_MPIEXEC to change):\n  {shlex.join(pasted)}", flush=True)
+          f"(--np N or MPIBENCH_MPIEXEC to change):\n  {mpibench_command_text(launcher, ranks, args)}", flush=True)
     env = job_env()
     env[STARTED_HERE] = "1"
     since, fresh = time.time() - MTIME_SLACK_S, JobBegan(args)
