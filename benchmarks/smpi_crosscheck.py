@@ -77,7 +77,12 @@ SMPI_FLAGS = ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/privatization:no
               "--cfg=smpi/display-timing:no", "--log=root.thr:critical",
               # one mapping per shared buffer, not one per MiB: 4096 ranks x 2 x 16 MiB in 1 MiB blocks
               # pass the kernel's 65530 mappings (vm.max_map_count) and smpirun aborts
-              "--cfg=smpi/shared-malloc-blocksize:67108864")
+              "--cfg=smpi/shared-malloc-blocksize:67108864",
+              # no send is detached (SMPI detaches sends below 64 KiB by default): with them detached,
+              # SimGrid 3.32 spent 44 % of a p = 1024 ring's wall time walking a list in
+              # CommImpl::finish (perf). Without: the same simulated times to 0.04 % (p = 64 and 512,
+              # every algorithm), and that ring in 12.5 s instead of 33.5 s
+              "--cfg=smpi/send-is-detached-thresh:0")
 
 
 @dataclass(frozen=True)
