@@ -15,7 +15,12 @@ slower or indistinguishable, not "cannot tell"). The verdicts are at 95 %
 confidence against the ±10 % practical-equivalence margin of
 :mod:`mpibench.results.launchstats`, stated in every row. ``--write`` writes
 ``docs/measured/bench_verdicts.csv`` (every repetition's cells) and
-``docs/measured/verdict_agreement.csv`` (one row per cell). Exit 0 when every
+``docs/measured/verdict_agreement.csv`` (one row per cell); every row carries
+``mpi_settings``, the MPI library's tuning variables of this script's
+environment (``OMPI_MCA_*``, ``PRTE_MCA_*``, ``MPIR_CVAR_*``, ``UCX_*``, ``FI_*``),
+which its repetitions inherit, and rows of other settings already in the files
+are kept: reading folders run under other settings needs those settings
+exported again. Exit 0 when every
 cell agrees in all but at most one repetition, 1 otherwise, 3 when a
 repetition could not run.
 """
@@ -33,6 +38,25 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "docs" / "measured"
+
+
+MPI_SETTING_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "MPIR_CVAR_", "UCX_", "FI_")
+
+
+def mpi_settings() -> str:
+    """``NAME=VALUE`` of the MPI tuning variables set here, space-separated (the launches inherit them)."""
+    return " ".join(sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(MPI_SETTING_PREFIXES)))
+
+
+def replace_setting(path: Path, new: pd.DataFrame) -> pd.DataFrame:
+    """``new`` in place of the rows of ``path`` under the same ``mpi_settings``; the others kept."""
+    if not path.exists():
+        return new
+    old = pd.read_csv(path, keep_default_na=False)
+    if "mpi_settings" not in old.columns:
+        old["mpi_settings"] = ""
+    kept = old[old.mpi_settings.astype(str) != new.mpi_settings.iloc[0]]
+    return pd.concat([kept, new], ignore_index=True) if len(kept) else new
 
 
 def load() -> str:
@@ -108,15 +132,19 @@ def main() -> int:
         keep = ["repetition", "strategy", "ranks", "bytes", "launches", "confidence_pct", "vs_blocking",
                 "vs_blocking_low", "vs_blocking_high", "margin_pct", "resolution_pct", "verdict", "clusters", "by_state", "model_ratio",
                 "model_ratio_low", "model_ratio_high", "model_call", "load_median", "states"]
-        long[keep].assign(date=date).to_csv(MEASURED / "bench_verdicts.csv", index=False, float_format="%.4g")
-        pd.DataFrame(agree_rows).assign(date=date, launches=args.launches, confidence_pct=ls.CONFIDENCE * 100,
-                                        margin_pct=ls.MARGIN * 100).to_csv(
-            MEASURED / "verdict_agreement.csv", index=False)
+        settings = mpi_settings()
+        cells_path, agree_path = MEASURED / "bench_verdicts.csv", MEASURED / "verdict_agreement.csv"
+        replace_setting(cells_path, long[keep].assign(date=date, mpi_settings=settings)).to_csv(
+            cells_path, index=False, float_format="%.4g")
+        replace_setting(agree_path, pd.DataFrame(agree_rows).assign(
+            date=date, launches=args.launches, confidence_pct=ls.CONFIDENCE * 100, margin_pct=ls.MARGIN * 100,
+            mpi_settings=settings)).to_csv(agree_path, index=False)
         print(f"# wrote {MEASURED / 'bench_verdicts.csv'} and verdict_agreement.csv")
     decided = sum(r["decided"] for r in agree_rows)
     print(f"# {'every cell agrees' if ok else 'NOT every cell agrees'} in at least "
           f"{len(found) - 1} of {len(found)} repetitions ({decided} of {len(agree_rows)} cells decided: faster, "
-          f"slower or indistinguishable within ±{ls.MARGIN:.0%}); load now {load()}")
+          f"slower or indistinguishable within ±{ls.MARGIN:.0%}); load now {load()}; "
+          f"MPI settings: {mpi_settings() or 'none set'}")
     return 0 if ok else 1
 
 
