@@ -17,7 +17,7 @@ confidence against the ±10 % practical-equivalence margin of
 ``docs/measured/bench_verdicts.csv`` (every repetition's cells) and
 ``docs/measured/verdict_agreement.csv`` (one row per cell); every row carries
 ``mpi_settings``, the MPI library's tuning variables of this script's
-environment (``OMPI_MCA_*``, ``PRTE_MCA_*``, ``MPIR_CVAR_*``, ``UCX_*``, ``FI_*``),
+environment (:mod:`mpibench.base.mpi_settings`),
 which its repetitions inherit, and rows of other settings already in the files
 are kept: reading folders run under other settings needs those settings
 exported again. Exit 0 when every
@@ -40,12 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "docs" / "measured"
 
 
-MPI_SETTING_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "MPIR_CVAR_", "UCX_", "FI_")
-
-
 def mpi_settings() -> str:
-    """``NAME=VALUE`` of the MPI tuning variables set here, space-separated (the launches inherit them)."""
-    return " ".join(sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(MPI_SETTING_PREFIXES)))
+    """The MPI tuning variables set here, space-separated (the launches inherit them)."""
+    from mpibench.base.mpi_settings import mpi_settings as settings
+
+    return " ".join(settings())
 
 
 def replace_setting(path: Path, new: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ INTERVAL_COLUMNS = ["launches", "confidence_pct", "time_max_s_low", "time_max_s_
                     "vs_blocking_high", "verdict", "clusters", "bimodal_p", "by_state", "by_size_state", "model_ratio_low",
                     "model_ratio_high", "model_call", "margin_pct", "resolution_pct"]
 LAUNCH_COLUMNS = ["launch", "folder", "exit", "wall_s", "load_before", "pingpong_1mib_s", "memcpy_gbps",
-                  "add_gbps", "state"]
+                  "add_gbps", "state", "mpi_settings"]
 MEDIAN_COLUMNS = ["time_min_s", "time_avg_s", "time_max_s", "algbw_gbps", "busbw_gbps", "round_p90_s",
                   "round_cv_pct", "vs_blocking", "model_ratio"]
 KEY = ["strategy", "ranks", "bytes"]

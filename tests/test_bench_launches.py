@@ -75,18 +75,21 @@ def test_bench_launches_runs_the_job_twice_and_combines(tmp_path):
     cmd = [sys.executable, "-m", "mpibench", "bench", "--launches", "2", "--np", "2", "--sizes", "4K",
            "--strategies", "ring", "--rounds", "2", "--iterations", "3", "--warmup", "1", "--no-model",
            "--c-baseline", "off", "--out", str(out)]
-    job = run_command(cmd, timeout=300, cwd=tmp_path)
+    job = run_command(cmd, timeout=300, cwd=tmp_path, env={**mpi_env(), "OMPI_MCA_smsc": "^cma"})
     assert job.returncode == 0, job.text
     assert "launch 2/2 exit 0" in job.stdout
     for n in (1, 2):
         folder = out / f"launch-0{n}"
         assert (folder / "bench.csv").exists() and (folder / "fingerprint.csv").exists(), job.text
         assert pd.read_csv(folder / "fingerprint.csv").pingpong_1mib_s.iloc[0] > 0
+        assert "OMPI_MCA_smsc=^cma" in next(line for line in (folder / "stdout.txt").read_text().splitlines()
+                                             if line.startswith("# MPI settings from the environment:"))
     table = pd.read_csv(out / "bench.csv")
     assert list(table.columns) == BENCH_COLUMNS + INTERVAL_COLUMNS
     ring = table[table.strategy == "ring"].iloc[0]
     assert ring.launches == 2 and ring.verdict in (ls.TOO_FEW, ls.SAME)  # two launches claim no difference at 95 %
-    assert len(pd.read_csv(out / "launches.csv")) == 2
+    launches = pd.read_csv(out / "launches.csv")
+    assert len(launches) == 2 and all("OMPI_MCA_smsc=^cma" in s.split() for s in launches.mpi_settings)
 
 
 def test_launches_under_a_launcher_is_refused_in_one_line(tmp_path):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.base.exits import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
+from mpibench.base.mpi_settings import mpi_settings
 
 from .launch import mpibench_command, mpibench_command_text, run_job_once_more_if_unstarted
 
@@ -129,14 +130,14 @@ def _finish(done: list[LaunchDone], out: str, stream) -> int:
     table = combine(rows, state_of, BENCH_COLUMNS)
     table.to_csv(os.path.join(out, "bench.csv"), index=False)
     fp = {int(r.launch): r for r in prints.itertuples(index=False)} if len(prints) else {}
-    launch_rows = []
+    launch_rows, settings = [], " ".join(mpi_settings())  # every launch inherits this driver's environment
     for i, d in enumerate(kept, start=1):
         r = fp.get(i)
         launch_rows.append([d.number, os.path.basename(d.folder), d.exit, round(d.wall_s, 1), d.load_before,
                             getattr(r, "pingpong_1mib_s", None), getattr(r, "memcpy_gbps", None),
-                            getattr(r, "add_gbps", None), state_of.get(i, "unknown")])
+                            getattr(r, "add_gbps", None), state_of.get(i, "unknown"), settings])
     launch_rows += [[d.number, os.path.basename(d.folder), d.exit, round(d.wall_s, 1), d.load_before,
-                     None, None, None, "failed"] for d in done if d not in kept]
+                     None, None, None, "failed", settings] for d in done if d not in kept]
     pd.DataFrame(sorted(launch_rows), columns=LAUNCH_COLUMNS).to_csv(os.path.join(out, "launches.csv"), index=False)
     print(f"# {len(kept)} of {len(done)} launches finished; medians over them, 95 % order-statistic "
           f"intervals (below six launches none reaches 95 %); {_states_text(state_of)}", file=stream)

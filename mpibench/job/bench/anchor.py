@@ -26,6 +26,7 @@ from pathlib import Path
 from mpi4py import MPI
 
 from mpibench.base.config import launcher_argv
+from mpibench.base.mpi_settings import injected
 from mpibench.job.hostload import cpus_of_first_host
 from mpibench.job.timing import idle_until_released
 
@@ -37,7 +38,6 @@ NOT_CHECKED = "independent tool, its own job: results checked by the tool, not b
 # What a launcher puts in its ranks' environment; a nested launch must not inherit it.
 _LAUNCHER_PREFIXES = ("PMIX_", "PRTE_", "OPAL_", "PMI_", "HYDRA_", "HYDI_", "OMPI_")
 _KEPT = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
-_INJECTED_MCA = {"num_procs", "initial_wdir", "cpu_type", "PREFIXES", "mpi_ft_enable"}
 
 
 class AnchorFailed(RuntimeError):
@@ -53,8 +53,7 @@ def launch_env() -> dict:
     env = {}
     for key, value in os.environ.items():
         if key.startswith("OMPI_MCA_"):
-            name = key[len("OMPI_MCA_"):]
-            if name not in _INJECTED_MCA and not name.startswith(("orte_", "ess_", "pmix_")):
+            if not injected(key):
                 env[key] = value
         elif key in _KEPT or not key.startswith(_LAUNCHER_PREFIXES):
             env[key] = value

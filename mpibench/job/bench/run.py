@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mpi4py import MPI
 
 from mpibench.sync.comm import Comm
+from mpibench.base.mpi_settings import describe, mpi_settings
 from mpibench.base.records import BENCH_COLUMNS, CsvLog
 
 from . import cfloor
@@ -59,7 +60,8 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
                 + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}")
                 + ("" if plan.anchor is None else f"\n# anchor: {anchor_label(plan.anchor)}, launched by rank 0 "
                    f"in every round while the benchmark's ranks sleep")
-                + f"\n# pages: {pages.describe(pages.numpy_madvises_hugepages(), pages.malloc_madvises_hugepages(), pages.thp_mode())}")
+                + f"\n# pages: {pages.describe(pages.numpy_madvises_hugepages(), pages.malloc_madvises_hugepages(), pages.thp_mode())}"
+                + f"\n# MPI settings from the environment: {describe(mpi_settings())}")
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
     log = _open_log(world, out_dir, append)
