@@ -40,13 +40,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "docs" / "measured"
 
 
-def mpi_settings() -> str:
-    """The MPI tuning variables set here, space-separated (the launches inherit them)."""
-    from mpibench.base.mpi_settings import mpi_settings as settings
-
-    return " ".join(settings())
-
-
 def replace_setting(path: Path, new: pd.DataFrame) -> pd.DataFrame:
     """``new`` in place of the rows of ``path`` under the same ``mpi_settings``; the others kept."""
     if not path.exists():
@@ -94,6 +87,7 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="write docs/measured/bench_verdicts.csv and "
                         "verdict_agreement.csv")
     args = parser.parse_args()
+    from mpibench.base.mpi_settings import describe, mpi_settings
     from mpibench.base.units import human_bytes
     from mpibench.results import launchstats as ls
     from mpibench.results.launchtable import verdict_lines
@@ -131,7 +125,7 @@ def main() -> int:
         keep = ["repetition", "strategy", "ranks", "bytes", "launches", "confidence_pct", "vs_blocking",
                 "vs_blocking_low", "vs_blocking_high", "margin_pct", "resolution_pct", "verdict", "clusters", "by_state", "model_ratio",
                 "model_ratio_low", "model_ratio_high", "model_call", "load_median", "states"]
-        settings = mpi_settings()
+        settings = " ".join(mpi_settings())  # the repetitions inherit this environment
         cells_path, agree_path = MEASURED / "bench_verdicts.csv", MEASURED / "verdict_agreement.csv"
         replace_setting(cells_path, long[keep].assign(date=date, mpi_settings=settings)).to_csv(
             cells_path, index=False, float_format="%.4g")
@@ -143,7 +137,7 @@ def main() -> int:
     print(f"# {'every cell agrees' if ok else 'NOT every cell agrees'} in at least "
           f"{len(found) - 1} of {len(found)} repetitions ({decided} of {len(agree_rows)} cells decided: faster, "
           f"slower or indistinguishable within ±{ls.MARGIN:.0%}); load now {load()}; "
-          f"MPI settings: {mpi_settings() or 'none set'}")
+          f"MPI settings: {describe(mpi_settings())}")
     return 0 if ok else 1
 
 

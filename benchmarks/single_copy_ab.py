@@ -90,9 +90,9 @@ def main() -> int:
     rows = []
     for pair in range(args.pairs):
         for cma in ((True, False) if pair % 2 == 0 else (False, True)):
-            env = dict(os.environ) if cma else {**os.environ, **OFF}
-            if cma:
-                env.pop("OMPI_MCA_smsc", None)
+            env = {k: v for k, v in os.environ.items() if k not in OFF}
+            if not cma:
+                env.update(OFF)
             for tool, n_bytes, seconds in one_launch(launcher, sizes, env, args.imb):
                 rows.append({"pair": pair + 1, "single_copy": "cma" if cma else "off", "tool": tool,
                              "bytes": n_bytes, "time_s": seconds, "tag": "measured"})

@@ -116,13 +116,13 @@ def validate(plan: BenchPlan) -> None:
             raise UsageError("--anchor times float32 sums (IMB-MPI1 and osu_allreduce do): drop --dtype float64")
 
 
-__all__ = ["BenchPlan", "BLOCKING", "C_FLOOR", "DEFAULT_SIZES", "registered", "split_names",
-           "sweep_sizes", "validate"]
-
-
 def round_seconds(round_ms: float | None, iterations: int | None) -> float:
     """``--round-ms`` in seconds: as given, else the default when the call count is left to
     bench, else 0 (a count given is run exactly)."""
     if round_ms is not None:
         return round_ms / 1e3
     return DEFAULT_ROUND_S if iterations is None else 0.0
+
+
+__all__ = ["BenchPlan", "BLOCKING", "C_FLOOR", "DEFAULT_SIZES", "registered", "split_names",
+           "round_seconds", "sweep_sizes", "validate"]
