@@ -81,9 +81,12 @@ endif
 # A launch that ended with a status none of the job's own (0-4) before the job wrote its
 # run.json began nothing (Open MPI: "The PMIx server's listener thread failed to start",
 # exit 213, under load): it is tried once more, and one line says so; twice is "could not run" (3).
+# File times lag the clock by up to a tick, so the mark the run.json must be newer than is
+# set 1 s back (a run.json written that fast by the job would otherwise look old).
 RUN_JOB = $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT)) </dev/null
 run: $(STAMP)
 	@status=0; since=$$(mktemp); out='$(or $(OUT),mpibench-out/latest)'; \
+	touch -d "$$(date -d '-1 second' '+%Y-%m-%d %H:%M:%S.%N' 2>/dev/null)" $$since 2>/dev/null; \
 	unbegun() { [ $$status -gt 4 ] && [ -z "$$(find "$$out/run.json" -newer $$since 2>/dev/null)" ]; }; \
 	$(RUN_JOB) || status=$$?; \
 	if unbegun; then \
