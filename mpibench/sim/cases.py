@@ -66,7 +66,7 @@ def config_of(args: list[str]) -> tuple[RunConfig, str | None, str | None]:
 
 def sim_replay(case: Case, folder: Path, out_name: str = "replay") -> str:
     args = case.run_args(folder / "schedule.toml", folder / out_name)
-    return shlex.join([*env_prefix(), sys.executable, "-m", "mpibench", *args[:1], "--engine", "sim", "--ranks",
+    return shlex.join([*env_prefix(with_mpi=False), sys.executable, "-m", "mpibench", *args[:1], "--engine", "sim", "--ranks",
                        str(case.workers), *args[1:]])
 
 
