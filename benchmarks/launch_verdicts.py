@@ -1,7 +1,7 @@
 """Do repeated ``bench --launches N`` runs give the same verdict per cell?
 
     python benchmarks/launch_verdicts.py [--repetitions 5] [--launches 6] [--sizes 4K,64K,1M,4M,16M,64M]
-        [--strategies ring,rabenseifner,auto] [--ranks 2] [--work DIR] [--write]
+        [--strategies ring,rabenseifner,auto] [--ranks 2] [--pages 4k|system] [--work DIR] [--write]
 
 Not under mpirun: runs ``python -m mpibench bench --launches N`` ``--repetitions``
 times into ``WORK/rep-K`` (a repetition whose folder already holds ``launches.csv``
@@ -18,8 +18,9 @@ confidence against the ±10 % practical-equivalence margin of
 ``docs/measured/verdict_agreement.csv`` (one row per cell); every row carries
 ``mpi_settings``, the MPI library's tuning variables of this script's
 environment (:mod:`mpibench.base.mpi_settings`),
-which its repetitions inherit, and rows of other settings already in the files
-are kept: reading folders run under other settings needs those settings
+which its repetitions inherit, and ``pages``, bench's page policy (``--pages``;
+rows written before bench had one were on the system's pages); rows of other
+settings already in the files are kept: reading folders run under other settings needs those settings
 exported again. Exit 0 when every
 cell agrees in all but at most one repetition, 1 otherwise, 3 when a
 repetition could not run.
@@ -41,13 +42,16 @@ MEASURED = ROOT / "docs" / "measured"
 
 
 def replace_setting(path: Path, new: pd.DataFrame) -> pd.DataFrame:
-    """``new`` in place of the rows of ``path`` under the same ``mpi_settings``; the others kept."""
+    """``new`` in place of the rows of ``path`` under the same ``mpi_settings`` and ``pages``; the others kept."""
     if not path.exists():
         return new
     old = pd.read_csv(path, keep_default_na=False)
     if "mpi_settings" not in old.columns:
         old["mpi_settings"] = ""
-    kept = old[old.mpi_settings.astype(str) != new.mpi_settings.iloc[0]]
+    if "pages" not in old.columns:
+        old["pages"] = "system"  # written before bench had --pages
+    same = (old.mpi_settings.astype(str) == new.mpi_settings.iloc[0]) & (old.pages.astype(str) == new.pages.iloc[0])
+    kept = old[~same]
     return pd.concat([kept, new], ignore_index=True) if len(kept) else new
 
 
@@ -60,7 +64,8 @@ def load() -> str:
 
 def run_repetition(args, folder: Path) -> int:
     cmd = [sys.executable, "-m", "mpibench", "bench", "--launches", str(args.launches), "--np", str(args.ranks),
-           "--sizes", args.sizes, "--strategies", args.strategies, "--out", str(folder), "--force"]
+           "--sizes", args.sizes, "--strategies", args.strategies, "--pages", args.pages, "--out", str(folder),
+           "--force"]
     print(f"# {' '.join(cmd)}  (load {load()})", flush=True)
     return subprocess.run(cmd, stdin=subprocess.DEVNULL).returncode
 
@@ -83,6 +88,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="4K,64K,1M,4M,16M,64M")
     parser.add_argument("--strategies", default="ring,rabenseifner,auto")
     parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--pages", choices=["4k", "system"], default="4k", help="bench --pages")
     parser.add_argument("--work", default="launch-verdicts", help="folder of the repetitions' outputs")
     parser.add_argument("--write", action="store_true", help="write docs/measured/bench_verdicts.csv and "
                         "verdict_agreement.csv")
@@ -127,11 +133,11 @@ def main() -> int:
                 "model_ratio_low", "model_ratio_high", "model_call", "load_median", "states"]
         settings = " ".join(mpi_settings())  # the repetitions inherit this environment
         cells_path, agree_path = MEASURED / "bench_verdicts.csv", MEASURED / "verdict_agreement.csv"
-        replace_setting(cells_path, long[keep].assign(date=date, mpi_settings=settings)).to_csv(
+        replace_setting(cells_path, long[keep].assign(date=date, mpi_settings=settings, pages=args.pages)).to_csv(
             cells_path, index=False, float_format="%.4g")
         replace_setting(agree_path, pd.DataFrame(agree_rows).assign(
             date=date, launches=args.launches, confidence_pct=ls.CONFIDENCE * 100, margin_pct=ls.MARGIN * 100,
-            mpi_settings=settings)).to_csv(agree_path, index=False)
+            mpi_settings=settings, pages=args.pages)).to_csv(agree_path, index=False)
         print(f"# wrote {MEASURED / 'bench_verdicts.csv'} and verdict_agreement.csv")
     decided = sum(r["decided"] for r in agree_rows)
     print(f"# {'every cell agrees' if ok else 'NOT every cell agrees'} in at least "

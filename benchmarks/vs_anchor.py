@@ -70,7 +70,9 @@ def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
 
     cmd = [sys.executable, "-m", "mpibench", "bench", "--launches", str(args.launches), "--np", str(args.ranks),
            "--sizes", args.sizes, "--strategies", "c_floor", "--anchor", anchor, "--rounds", str(args.rounds),
-           *calls_args(args), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force"]
+           *calls_args(args), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force",
+           # huge: bench leaves the pages to NumPy and malloc, both told below to madvise them
+           "--pages", "system" if args.pages == "huge" else "4k"]
     print(f"# {shlex.join(cmd)}", flush=True)
     from mpibench.drive.launch import job_env
     from mpibench.job.bench.pages import with_pages

@@ -138,6 +138,11 @@ def replacement():
 @click.option("--anchor", default=None, metavar="PATH",
               help="an IMB-MPI1 or osu_allreduce binary you built against the same MPI: launched as its "
                    "own job in every round and shown as the row 'anchor' (see docs/benchmarks.md)")
+@click.option("--pages", type=click.Choice(["4k", "system"]), default="4k", show_default=True,
+              help="memory pages under every buffer: 4k turns transparent huge pages off for the job, so "
+                   "each candidate's buffers and the MPI's scratch sit on 4 KiB pages in every launch; system "
+                   "leaves them where NumPy and malloc put them (partly on huge pages, differing between "
+                   "candidates and launches; see docs/benchmarks.md)")
 @click.option("--launches", type=click.IntRange(min=1), default=1, show_default=True,
               help="run without mpirun: launch the job this many times (each into OUT/launch-NN, each "
                    "starting with a fingerprint) and write medians over launches with 95 % intervals and a "
@@ -148,7 +153,7 @@ def replacement():
               help="with --launches: seconds before one launch is killed as hung [default: 3600]")
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, round_ms, rounds, warmup, seed,
-          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, launches, np_ranks,
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, pages, launches, np_ranks,
           launch_deadline, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
@@ -176,7 +181,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
                      warmup=warmup, iterations=DEFAULT_ITERATIONS if iterations is None else iterations,
                      round_s=round_seconds(round_ms, iterations), rounds=rounds, seed=seed,
                      c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
-                     calibration=calibration, anchor=anchor, floor=wants_floor(strategies),
+                     calibration=calibration, anchor=anchor, floor=wants_floor(strategies), pages=pages,
                      options=strategy_options(parse_size(bucket_bytes), ps_shards))
     validate(plan)
     if seed < 0 or ps_shards < 0 or parse_size(bucket_bytes) < 4:

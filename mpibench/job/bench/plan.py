@@ -8,6 +8,7 @@ from mpibench.base.parsing import parse_list
 
 from .candidates import BASELINES, BLOCKING, C_FLOOR
 from .inputs import DTYPES
+from .pages import POLICIES
 
 DEFAULT_SIZES = "4K,1M,16M"
 MAX_SWEEP_SIZES = 64
@@ -35,6 +36,7 @@ class BenchPlan:
     options: dict = field(default_factory=dict)
     anchor: str | None = None  # an IMB-MPI1 or osu_allreduce binary, run as its own job (anchor.py)
     floor: bool = False  # the data-movement floor row (floor.py)
+    pages: str = "4k"  # 4k: huge pages off while measuring, every buffer alike; system: as the OS places them
 
     @property
     def itemsize(self) -> int:
@@ -104,6 +106,8 @@ def validate(plan: BenchPlan) -> None:
     if plan.iterations < 1 or plan.warmup < 0 or plan.rounds < 1:
         raise UsageError(f"--iterations and --rounds must be at least 1 and --warmup at least 0 "
                          f"(got {plan.iterations}, {plan.rounds}, {plan.warmup})")
+    if plan.pages not in POLICIES:
+        raise UsageError(f"--pages must be one of {', '.join(POLICIES)} (got {plan.pages})")
     if plan.c_floor not in ("auto", "on", "off"):
         raise UsageError(f"--c-baseline must be auto, on or off (got {plan.c_floor})")
     if plan.anchor is not None:

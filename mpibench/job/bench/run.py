@@ -47,6 +47,19 @@ def _say(world: MPI.Comm, text: str) -> None:
 
 
 def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, append: bool = False) -> Outcome:
+    """Every size of ``plan``, its buffers on the pages ``plan.pages`` asks for (:mod:`.pages`)."""
+    with pages.hold_small_pages(plan.pages) as why_not:
+        return _run_bench(world, plan, backend, out_dir, append, why_not)
+
+
+def _pages_line(why_not: str | None) -> str:
+    line = pages.describe(pages.numpy_madvises_hugepages(), pages.malloc_madvises_hugepages(), pages.thp_mode(),
+                          pages.huge_pages_off_here())
+    return line if why_not is None else f"{line} ({why_not})"
+
+
+def _run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, append: bool,
+               why_not: str | None) -> Outcome:
     mpi = world.Dup()
     comm = Comm(mpi, deadline_s=float(plan.options.get("deadline_s", 120.0)))
     cal = _calibration(world, plan)
@@ -60,7 +73,7 @@ def run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, ap
                 + ("" if floor or plan.c_floor == "off" else f"\n# C floor left out: {where}")
                 + ("" if plan.anchor is None else f"\n# anchor: {anchor_label(plan.anchor)}, launched by rank 0 "
                    f"in every round while the benchmark's ranks sleep")
-                + f"\n# pages: {pages.describe(pages.numpy_madvises_hugepages(), pages.malloc_madvises_hugepages(), pages.thp_mode())}"
+                + f"\n# pages: {_pages_line(why_not)}"
                 + f"\n# MPI settings from the environment: {describe(mpi_settings())}")
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
