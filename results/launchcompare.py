@@ -56,6 +56,35 @@ def launch_folders(path: str) -> list[str]:
     return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n, "bench.csv"))]
 
 
+# Header lines a bench launch prints (its stdout.txt): what it ran under, beyond its command.
+CONDITION_LINES = {"pages": "# pages: ", "MPI settings": "# MPI settings from the environment: "}
+
+
+def conditions(folders: list[str]) -> dict[str, str]:
+    """What the first of ``folders`` holding a bench header ran under: its page policy and the
+    MPI's settings, as its header said them ({} when no launch kept its output)."""
+    for folder in folders:
+        try:
+            with open(os.path.join(folder, "stdout.txt"), errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue
+        found = {name: line[len(lead):].strip() for name, lead in CONDITION_LINES.items()
+                 for line in lines if line.startswith(lead)}
+        if found:
+            return found
+    return {}
+
+
+def condition_lines(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    """One line per condition both sides recorded and differ in (nothing when they agree)."""
+    differ = [name for name in CONDITION_LINES if name in a and name in b and a[name] != b[name]]
+    if not differ:
+        return []
+    return ["A and B ran under different conditions (each moves every row below, whatever the strategies did):",
+            *(f"  {name}: A {a[name]}; B {b[name]}" for name in differ)]
+
+
 def launch_times(folders: list[str], keys: list[str]) -> dict[tuple, list[float]]:
     """Row key -> every launch's measured ``time_max_s`` for that row."""
     times: dict[tuple, list[float]] = {}

@@ -28,7 +28,7 @@ import pandas as pd
 
 from mpibench.base.config import UsageError
 
-from .launchcompare import compare_launches, launch_folders, launch_times
+from .launchcompare import compare_launches, condition_lines, conditions, launch_folders, launch_times
 from .launchstats import CANNOT_TELL, FASTER, SLOWER
 
 KEYS = ["strategy", "ranks", "bytes", "dtype", "in_place"]
@@ -182,7 +182,7 @@ def compare_launch_runs(path_a: str, path_b: str, threshold: float, out: str | N
                      f"{tb * 1e6:10.1f} {got.ratio:6.2f} {f'[{got.low:.2f}, {got.high:.2f}]':>15} "
                      f"{f'{got.a_launches}/{got.b_launches}':>9}  {got.verdict}")
     table = pd.DataFrame(rows)
-    print("\n".join(lines))
+    print("\n".join(lines + condition_lines(*(conditions(_sides(p)) for p in (path_a, path_b)))))
     regressions = int(table.regressed.sum())
     print(f"{regressions} row(s) slower beyond {threshold:.0%} over the launches, {int(table.improved.sum())} "
           f"faster, {int((table.verdict == CANNOT_TELL).sum())} cannot tell; B/A is the Hodges-Lehmann estimate "

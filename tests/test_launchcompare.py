@@ -86,3 +86,25 @@ def test_one_launch_against_launches_cannot_tell(tmp_path):
     one = launches(tmp_path / "one", [3e-3])
     job = run_cli(["compare", str(a), str(one / "launch-01" / "bench.csv")])
     assert job.returncode == 0 and "cannot tell" in job.stdout, job.text
+
+
+def _said(root, pages: str, settings: str) -> None:
+    """What each launch's header says it ran under (its stdout.txt)."""
+    for folder in sorted(root.glob("launch-*")):
+        (folder / "stdout.txt").write_text(f"# p=2  dtype float32\n# pages: {pages}\n"
+                                           f"# MPI settings from the environment: {settings}\nstrategy ...\n")
+
+
+def test_compare_says_when_the_two_runs_ran_under_other_conditions(tmp_path):
+    a = launches(tmp_path / "a", noisy(6, 1e-3, 0.02))
+    b = launches(tmp_path / "b", noisy(6, 1e-3, 0.02))
+    _said(a, "every buffer on 4 KiB pages", "OMPI_MCA_mpi_yield_when_idle=1")
+    _said(b, "every buffer on 4 KiB pages", "OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_smsc=^cma")
+    job = run_cli(["compare", str(a), str(b)])
+    assert job.returncode == 0, job.text
+    assert "A and B ran under different conditions" in job.stdout
+    assert "MPI settings: A OMPI_MCA_mpi_yield_when_idle=1; B OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_smsc=^cma" \
+        in job.stdout and "pages:" not in job.stdout
+    _said(b, "every buffer on 4 KiB pages", "OMPI_MCA_mpi_yield_when_idle=1")
+    same = run_cli(["compare", str(a), str(b)])
+    assert "different conditions" not in same.stdout, same.text  # quiet when they agree
