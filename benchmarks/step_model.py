@@ -44,6 +44,7 @@ from mpibench.results import stepcompare  # noqa: E402
 
 CALLS_CSV = ROOT / "docs" / "measured" / "model_calls.csv"
 AGREEMENT_CSV = ROOT / "docs" / "measured" / "model_calls_agreement.csv"
+FIRST_GROUP = "before-yield"  # jobs written before a wait yielded its core (mpibench/sync/comm.py)
 LAUNCH_TIMEOUT_S = 300
 
 
@@ -87,8 +88,10 @@ def run_launches(n: int, ranks: int, out: Path) -> tuple[list[str], list[float]]
     return folders, loads
 
 
-def write_calls(job: str, calls: list, loads: list[float], ranks: int) -> None:
-    """This job's rows in model_calls.csv (its earlier rows replaced), then the agreement table."""
+def write_calls(job: str, calls: list, loads: list[float], ranks: int, group: str) -> None:
+    """This job's rows in model_calls.csv (its earlier rows replaced), then the agreement table:
+    over the jobs of ``group`` (jobs of one version of the code, run as one set), and of every
+    earlier group below it. Rows written before groups existed are group ``before-yield``."""
     import pandas as pd
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
@@ -98,15 +101,21 @@ def write_calls(job: str, calls: list, loads: list[float], ranks: int) -> None:
                           "band_low": c.band_low, "band_high": c.band_high, "call": c.call, "call_kind": c.kind,
                           "job_ranks": ranks, "host_cores": os.cpu_count(), "oversubscribed": ranks > (os.cpu_count() or 1),
                           "load_1m_range": f"{min(loads):.2f}-{max(loads):.2f}" if loads else "unknown",
-                          "date_utc": date} for c in calls])
+                          "date_utc": date, "group": group} for c in calls])
     CALLS_CSV.parent.mkdir(parents=True, exist_ok=True)
     if CALLS_CSV.exists():
         old = pd.read_csv(CALLS_CSV, keep_default_na=False)
+        if "group" not in old.columns:
+            old["group"] = FIRST_GROUP
         rows = pd.concat([old[old.job.astype(str) != job], rows], ignore_index=True)
     rows.to_csv(CALLS_CSV, index=False, float_format="%.4g")
-    by_job = {name: list(group.itertuples(index=False)) for name, group in rows.groupby("job", sort=False)}
-    pd.DataFrame(stepcompare.agreement(by_job)).to_csv(AGREEMENT_CSV, index=False)
-    print(f"# wrote {CALLS_CSV} ({len(by_job)} jobs) and {AGREEMENT_CSV}", flush=True)
+    tables = []
+    for name in reversed(list(dict.fromkeys(rows.group.astype(str)))):  # the newest group first
+        jobs = rows[rows.group.astype(str) == name]
+        by_job = {j: list(g.itertuples(index=False)) for j, g in jobs.groupby("job", sort=False)}
+        tables.append(pd.DataFrame(stepcompare.agreement(by_job)).assign(group=name))
+    pd.concat(tables, ignore_index=True).to_csv(AGREEMENT_CSV, index=False)
+    print(f"# wrote {CALLS_CSV} ({rows.job.nunique()} jobs) and {AGREEMENT_CSV}", flush=True)
 
 
 def main(argv=None) -> int:
@@ -118,6 +127,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="where the launches' folders go (with --launches)")
     parser.add_argument("--job", help="this job's name in docs/measured/model_calls.csv (with --write)")
     parser.add_argument("--write", action="store_true", help="write this job's calls (needs --job)")
+    parser.add_argument("--group", default="yield", help="the set of jobs this one belongs to (one version of "
+                        "the code); agreement is counted within each group [default: yield]")
     args = parser.parse_args(argv)
     if args.launches and args.out is None or args.write and not args.job or not (args.folders or args.launches):
         print("step_model: give DIR..., or --launches N --out DIR; --write needs --job NAME", file=sys.stderr)
@@ -152,7 +163,7 @@ def main(argv=None) -> int:
     if loads:
         print(f"load (1 min) over the launches: {min(loads):.2f}-{max(loads):.2f}")
     if args.write:
-        write_calls(args.job, calls, loads, args.ranks)
+        write_calls(args.job, calls, loads, args.ranks, args.group)
     return 0 if all(p.holds for p in points) else 1
 
 
