@@ -165,7 +165,8 @@ def compare_launch_runs(path_a: str, path_b: str, threshold: float, out: str | N
     slower beyond ``threshold`` over the launches, 0 otherwise."""
     from mpibench.base.units import human_bytes
 
-    a, b = (launch_times(_sides(p), KEYS) for p in (path_a, path_b))
+    sides = [_sides(p) for p in (path_a, path_b)]
+    a, b = (launch_times(folders, KEYS) for folders in sides)
     keys = [k for k in a if k in b]
     if not keys:
         raise UsageError("the two runs share no (strategy, ranks, bytes, dtype, placement) row")
@@ -182,7 +183,7 @@ def compare_launch_runs(path_a: str, path_b: str, threshold: float, out: str | N
                      f"{tb * 1e6:10.1f} {got.ratio:6.2f} {f'[{got.low:.2f}, {got.high:.2f}]':>15} "
                      f"{f'{got.a_launches}/{got.b_launches}':>9}  {got.verdict}")
     table = pd.DataFrame(rows)
-    print("\n".join(lines + condition_lines(*(conditions(_sides(p)) for p in (path_a, path_b)))))
+    print("\n".join(lines + condition_lines(*(conditions(folders) for folders in sides))))
     regressions = int(table.regressed.sum())
     print(f"{regressions} row(s) slower beyond {threshold:.0%} over the launches, {int(table.improved.sum())} "
           f"faster, {int((table.verdict == CANNOT_TELL).sum())} cannot tell; B/A is the Hodges-Lehmann estimate "

@@ -30,7 +30,7 @@ import numpy as np
 from mpi4py import MPI
 
 _HOST = np.ndarray  # a plain host array: handed to MPI as it is
-# The reduction operations ``allreduce`` takes by name (an mpi4py ``MPI.Op`` is passed as it is).
+
 # How a wait polls. A nonblocking collective moves only while its ranks test it, so the rank
 # that arrived first must keep testing: each pause it takes is added to the last rank's
 # reduction. Measured at p = 2 (77 KB Iallreduce, the last rank 0.1-0.5 ms late), pausing
@@ -43,6 +43,7 @@ YIELD_WINDOW_S = 0.01
 LONG_WAIT_PAUSE_S = 0.0002
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
+# The reduction operations ``allreduce`` takes by name (an mpi4py ``MPI.Op`` is passed as it is).
 OPS = {name: getattr(MPI, name.upper()) for name in ("sum", "max", "min", "prod") if hasattr(MPI, name.upper())}
 
 
