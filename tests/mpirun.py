@@ -6,6 +6,7 @@ timeout, and the whole process group is killed when it passes.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -77,10 +78,30 @@ def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Pa
     """``cmd`` in its own process group, killed after ``timeout`` s (``env``: default mpi_env()),
     started once more when the launcher failed before starting anything."""
     job = _run_once(cmd, timeout, out, cwd, env)
-    if job.returncode != 0 and LAUNCHER_NEVER_STARTED in job.stderr and not job.stdout:
+    if launcher_never_started(job.returncode, job.stdout, job.stderr):
         time.sleep(LAUNCHER_RETRY_PAUSE_S)
         job = _run_once(cmd, timeout, out, cwd, env)
     return job
+
+
+def launcher_never_started(returncode: int, stdout: str, stderr: str = "") -> bool:
+    """The launch failed and all it said was the launcher's own start-up failure: no line of
+    the job's own came out (with the streams merged, ``stdout`` holds only the launcher's box)."""
+    if returncode == 0 or LAUNCHER_NEVER_STARTED not in stdout + stderr:
+        return False
+    own = [line for line in stdout.splitlines() if line.strip() and not _launcher_box_line(line)]
+    return not own
+
+
+# Open MPI's help box (a dashed rule, two lines of text, a rule) and its own diagnostics,
+# which begin "[host:pid] " (e.g. "ptl_tool: problems getting address" before the box).
+_LAUNCHER_DIAGNOSTIC = re.compile(r"^\[[^\]\s]+:\d+\] ")
+
+
+def _launcher_box_line(line: str) -> bool:
+    text = line.strip()
+    return (set(text) == {"-"} or "PMIx server" in text or text == "continue."
+            or bool(_LAUNCHER_DIAGNOSTIC.match(text)))
 
 
 def _run_once(cmd: list[str], timeout: float, out: Path | None, cwd: Path | None,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from mpirun import run_command
+import pytest
+
+from mpirun import launcher_never_started, run_command
 
 
 def flaky_launcher(tmp_path, fail_times: int, message: str) -> list[str]:
@@ -38,3 +40,21 @@ def test_any_other_failure_is_not_retried(tmp_path):
     job = run_command(flaky_launcher(tmp_path, 1, "bad input: --steps must be positive"), 30)
     assert job.returncode == 213
     assert (tmp_path / "tries").read_text() == "1"
+
+
+BOX = ("--------------------------------------------------------------------------\n"
+       "The PMIx server's listener thread failed to start. We cannot\n"
+       "continue.\n"
+       "--------------------------------------------------------------------------\n")
+
+
+@pytest.mark.parametrize("status, merged, never", [
+    (213, BOX, True),
+    (213, "[host-1:54875] ptl_tool: problems getting address for index 0 (kernel index -1)\n" + BOX, True),
+    (0, BOX, False),                                          # it ran to the end after all
+    (213, "calibrating (2 workers)\n" + BOX, False),          # the job had begun
+    (1, "Traceback (most recent call last):\n", False),       # a failure of the job's own
+])
+def test_a_launcher_that_never_started_is_told_from_a_job_that_began(status, merged, never):
+    """With stdout and stderr merged, only the launcher's own box and diagnostics may be there."""
+    assert launcher_never_started(status, merged) is never

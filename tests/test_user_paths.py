@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mpirun import mpi_env, mpirun_command, processes_tagged, reap_survivors, run_cli, run_command, run_mpi, tagged
+from mpirun import LAUNCHER_RETRY_PAUSE_S, launcher_never_started, mpi_env, mpirun_command, processes_tagged, reap_survivors, run_cli, run_command, run_mpi, tagged
 from test_report_browser import FIRST_SCREEN, browser  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,16 +62,28 @@ def env_with(extra: dict) -> dict:
 
 
 def launch(cmd: list[str], extra: dict, timeout: float = 240, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, env=env_with(extra), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
+    """``cmd`` run to its end; started once more when the MPI launcher failed before it started
+    anything (``launcher_never_started``: Open MPI's, now and then, under load)."""
+    return once_more_if_never_started(lambda: subprocess.run(
+        cmd, env=env_with(extra), capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True))
+
+
+def once_more_if_never_started(run) -> subprocess.CompletedProcess:
+    done = run()
+    if launcher_never_started(done.returncode, done.stdout, done.stderr):
+        time.sleep(LAUNCHER_RETRY_PAUSE_S)
+        done = run()
+    return done
 
 
 def pasted(command: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
     """A printed command run as a user pastes it: another folder, a bare PATH and a home,
     no Open MPI variables (root's permission must come from the command itself)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
-    return subprocess.run(["/bin/sh", "-c", command], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True)
+    return once_more_if_never_started(lambda: subprocess.run(
+        ["/bin/sh", "-c", command], env=env, cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True))
 
 
 def deterministic(frame: pd.DataFrame) -> pd.DataFrame:
@@ -196,7 +208,19 @@ def kill_when(cmd: list[str], extra: dict, needle: str, delay_s: float = 0.0, ti
     output; returns (status, output so far, how many of its processes ran just before the kill).
     Every process of the job must be gone within seconds of the kill (the ranks, in process
     groups of their own, end themselves once their launcher is gone); any left are killed and
-    the test fails."""
+    the test fails. A launch whose launcher failed before it started anything is made once more."""
+    try:
+        return _kill_when_once(cmd, extra, needle, delay_s, timeout)
+    except NeverStarted:
+        time.sleep(LAUNCHER_RETRY_PAUSE_S)
+        return _kill_when_once(cmd, extra, needle, delay_s, timeout)
+
+
+class NeverStarted(AssertionError):
+    """The launcher failed before it started any process of the job."""
+
+
+def _kill_when_once(cmd: list[str], extra: dict, needle: str, delay_s: float, timeout: float):
     env, tag = tagged(env_with({**extra, "PYTHONUNBUFFERED": "1"}))
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -210,7 +234,10 @@ def kill_when(cmd: list[str], extra: dict, needle: str, delay_s: float = 0.0, ti
                 break
             assert time.monotonic() - start < timeout, "".join(seen)[-3000:]
         else:
-            raise AssertionError(f"the job ended before {needle!r}:\n" + "".join(seen)[-3000:])
+            proc.wait(timeout=60)
+            text = "".join(seen)
+            never = NeverStarted if launcher_never_started(proc.returncode, text) else AssertionError
+            raise never(f"the job ended before {needle!r}:\n" + text[-3000:])
     finally:
         running = len(processes_tagged(tag))
         try:
