@@ -127,8 +127,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="where the launches' folders go (with --launches)")
     parser.add_argument("--job", help="this job's name in docs/measured/model_calls.csv (with --write)")
     parser.add_argument("--write", action="store_true", help="write this job's calls (needs --job)")
-    parser.add_argument("--group", default="yield", help="the set of jobs this one belongs to (one version of "
-                        "the code); agreement is counted within each group [default: yield]")
+    parser.add_argument("--group", default="exchange", help="the set of jobs this one belongs to (one version of "
+                        "the code); agreement is counted within each group [default: exchange]")
     args = parser.parse_args(argv)
     if args.launches and args.out is None or args.write and not args.job or not (args.folders or args.launches):
         print("step_model: give DIR..., or --launches N --out DIR; --write needs --job NAME", file=sys.stderr)

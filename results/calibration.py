@@ -31,19 +31,23 @@ class Calibration:
     shapes: dict = field(default_factory=dict)
     how: dict = field(default_factory=dict)
     ping_pong: list = field(default_factory=list)  # (bytes, half round trip s)
-    ping_pong_step: list = field(default_factory=list)  # the same after a local step's compute
+    exchange_step: list = field(default_factory=list)  # (bytes, s) one exchange each way after a local step
     agree_s: float = 0.0  # the commit agreement over all ``ranks`` (job.calibrate_agree)
     agree_self_s: float = 0.0  # the same on one rank
     bands: list = field(default_factory=list)  # [upper bytes or None, alpha_s, beta_s_per_byte] (calibrate_bands)
     band_split_bytes: int | None = None
     ping_pong_bands: list = field(default_factory=list)  # (bytes, half round trip s) the bands were fitted to
+    step_bands: list = field(default_factory=list)  # as ``bands``, fitted to ``exchange_step``
+    step_band_split_bytes: int | None = None
 
     def in_step(self) -> "Calibration":
-        """These figures with the after-compute alpha and beta (for modelling training steps)."""
+        """These figures with the after-compute alpha and beta, and their bands when calibrated
+        (for modelling training steps)."""
         if not self.alpha_step_s and not self.beta_step_s_per_byte:
             return self
         return Calibration.from_dict({**self.as_dict(), "alpha_s": self.alpha_step_s,
-                                      "beta_s_per_byte": self.beta_step_s_per_byte, "bands": []})
+                                      "beta_s_per_byte": self.beta_step_s_per_byte, "bands": self.step_bands,
+                                      "band_split_bytes": self.step_band_split_bytes})
 
     def band(self, message_bytes: float) -> tuple[str, float, float]:
         """(band name, alpha, beta) for a message of ``message_bytes``: the band's when

@@ -21,7 +21,8 @@ ASSUMPTIONS = (
     "one core per rank (no time-sharing between ranks)",
     "no overlap of computation and communication",
     "collectives benchmarked back to back use the back-to-back ping-pong alpha and beta, a training "
-    "step uses the alpha and beta of a ping-pong whose ranks compute a local step before each round trip",
+    "step the alpha and beta of an exchange (both ranks send and receive at once) whose ranks compute a "
+    "local step before each, by size band",
     "uniform links: every pair of ranks has the same alpha and beta (one host, shared memory)",
     "no stragglers: every rank arrives at the synchronisation at the same time",
     "a rank sends or receives one message at a time on its link (full duplex)",

@@ -64,3 +64,18 @@ def test_each_message_takes_its_bands_alpha_and_beta():
     ("ring", 1, 100, 100)])
 def test_message_sizes_by_strategy(strategy, p, n, expected):
     assert costmodel.message_bytes(strategy, p, n, {}) == expected
+
+
+def test_a_steps_messages_take_the_step_bands_not_the_back_to_back_ones():
+    """The after-compute exchange's bands, when calibrated, price a training step's messages;
+    the back-to-back bands price only collectives benchmarked back to back."""
+    cal = _cal(bands=[[64 << 10, 1e-6, 2e-10], [None, 8e-6, 0.5e-10]], band_split_bytes=64 << 10,
+               alpha_step_s=3e-6, beta_step_s_per_byte=3e-10,
+               step_bands=[[16 << 10, 4e-6, 4e-10], [None, 20e-6, 1e-10]], step_band_split_bytes=16 << 10)
+    step = cal.in_step()
+    assert step.band(8 << 10) == ("<= 16 KiB", 4e-6, 4e-10) and step.band(38 << 10) == ("> 16 KiB", 20e-6, 1e-10)
+    ring = costmodel.sync_s(step, "ring", 2, 76 << 10)  # two 38 KiB segments, upper step band
+    assert ring == pytest.approx(costmodel.ring_s(Calibration.from_dict(
+        {**step.as_dict(), "alpha_s": 20e-6, "beta_s_per_byte": 1e-10}), 2, 76 << 10))
+    assert step.in_step().bands == step.bands  # asking twice changes nothing
+    assert cal.in_band(38 << 10).alpha_s == 1e-6  # back to back: its own bands

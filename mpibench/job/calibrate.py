@@ -4,9 +4,10 @@ Each figure is stored with a sentence saying how it was measured (``HOW``):
 
 * alpha (s) and beta (s/byte): ping-pong between ranks 0 and 1 through the
   same deadline-bounded buffer calls the strategies use
-  (:class:`mpibench.sync.comm.Comm`), fitted to ``t(n) = alpha + n * beta``; once
-  back to back (for collective benchmarks) and once with both ranks computing
-  a local step before each round trip (for training steps);
+  (:class:`mpibench.sync.comm.Comm`), fitted to ``t(n) = alpha + n * beta``,
+  back to back (for collective benchmarks); for training steps, a simultaneous
+  exchange with both ranks computing a local step before each (:mod:`.exchange`),
+  fitted as one line and by size band;
 * gamma (s/byte): local reduction throughput, ``dst += src`` on float32, once
   on a cache-sized and once on a memory-sized buffer;
 * compute: one worker's local part of a step (gather the batch, forward and
@@ -32,8 +33,9 @@ from mpibench.sync.comm import Comm
 
 from .calibrate_bands import MORE_HOW, more_figures
 from .hostload import HostLoad, busiest, host_cores
+from .exchange import EXCHANGE_SIZES_BYTES, EXCHANGE_SPLITS_BYTES, exchange
 from .pingpong import PING_SIZES_BYTES, ping_pong
-from .timing import blas_one_thread, fit_alpha_beta, fit_line, idle_until_released
+from .timing import blas_one_thread, fit_alpha_beta, fit_bands, fit_line, idle_until_released
 
 GAMMA_CACHE_BYTES = 64 << 10
 GAMMA_MEMORY_BYTES = 16 << 20
@@ -180,14 +182,15 @@ def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibr
     load = HostLoad(world)
     pings = ping_pong(world)
     with blas_one_thread():
-        step_pings = ping_pong(world, local_step(config, config.batch_size))
+        step_exchanges = exchange(world, local_step(config, config.batch_size))
     local = local_figures(run, config, batches, strategies) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
     gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, (one_rank, by_strategy) = world.bcast(local, root=0)
     crowd = busiest(host_cores(world))
     other_cores = load.other_cores()
     alpha, beta = fit_alpha_beta(pings) if pings else (0.0, 0.0)
-    alpha_step, beta_step = fit_alpha_beta(step_pings) if step_pings else (0.0, 0.0)
+    alpha_step, beta_step = fit_alpha_beta(step_exchanges) if step_exchanges else (0.0, 0.0)
+    step_split, step_bands = fit_bands(step_exchanges, EXCHANGE_SPLITS_BYTES) if step_exchanges else (None, [])
     more = more_figures(world, ping_pong)
     return Calibration(**more,
         alpha_s=alpha, beta_s_per_byte=beta,
@@ -197,7 +200,8 @@ def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibr
         cores=crowd.cores, ranks_on_host=crowd.ranks, ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
         alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step, other_load_cores=other_cores,
-        how=HOW, ping_pong=[list(p) for p in pings], ping_pong_step=[list(p) for p in step_pings])
+        step_bands=step_bands, step_band_split_bytes=step_split,
+        how=HOW, ping_pong=[list(p) for p in pings], exchange_step=[list(p) for p in step_exchanges])
 
 
 def calibrate_collectives(world: MPI.Comm) -> Calibration:
@@ -237,10 +241,17 @@ HOW = {
                "the fitted line's value at 0 bytes, the line anchored at the smallest size",
     "beta_s_per_byte": "least-squares slope of the half round trip against "
                        "size, anchored at the smallest size (seconds per byte)",
-    "alpha_step_s": "the same ping-pong and fit, but both ranks run one local step's computation "
-                    "(the scaling model, BLAS on one thread) before every round trip, untimed, and rank 1 "
-                    "then says it is ready (untimed): the round trip starts once both have computed",
+    "alpha_step_s": "ranks 0 and 1 each send and receive n bytes at once (Comm isend and irecv, one wait), "
+                    "both having run one local step's computation (the scaling model, BLAS on one thread) "
+                    "first, untimed, and rank 1 then says it is ready (untimed): rank 0 times the exchange "
+                    "from then; over " + ", ".join(str(s) for s in EXCHANGE_SIZES_BYTES) + " bytes, median "
+                    "per size, fitted as alpha_s is",
     "beta_step_s_per_byte": "slope of that fit",
+    "step_bands": "the same exchanges split into two bands at the size among "
+                  + ", ".join(str(s) for s in EXCHANGE_SPLITS_BYTES) + " that fits best, as for bands: "
+                  "[upper bytes (null: no bound), alpha s, beta s/byte]; a training step's messages take "
+                  "their alpha and beta from these",
+    "step_band_split_bytes": "the split chosen (null: one line fitted best)",
     "gamma_cache_s_per_byte": f"median time of float32 dst += src on {GAMMA_CACHE_BYTES} bytes on rank 0, "
                               "per byte",
     "gamma_memory_s_per_byte": f"the same on {GAMMA_MEMORY_BYTES} bytes (beyond the caches)",
