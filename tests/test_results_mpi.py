@@ -37,8 +37,22 @@ def test_calibration_is_stored_with_how_each_figure_was_measured(run):
     assert cal["compute_per_sample_s"] > 0 and cal["gamma_memory_s_per_byte"] > 0
     assert cal["ranks_on_host"] == WORLD and cal["cores"] >= 1
     for figure in ("alpha_s", "beta_s_per_byte", "gamma_cache_s_per_byte", "compute_fixed_s",
-                   "compute_per_sample_s", "call_overhead_s", "alpha_step_s", "cores", "ranks_on_host"):
+                   "compute_per_sample_s", "call_overhead_s", "alpha_step_s", "cores", "ranks_on_host",
+                   "step_bands", "step_band_split_bytes"):
         assert cal["how"][figure], figure
+
+
+def test_a_steps_messages_are_calibrated_as_exchanges_after_a_local_step(run):
+    """Every exchange size has its time; the step's one line and bands are fitted to them."""
+    from mpibench.job.exchange import EXCHANGE_SIZES_BYTES
+    from mpibench.job.timing import fit_alpha_beta
+
+    cal = json.loads((run / "run.json").read_text())["calibration"]
+    points = [tuple(p) for p in cal["exchange_step"]]
+    assert [n for n, _ in points] == list(EXCHANGE_SIZES_BYTES) and all(t > 0 for _, t in points)
+    assert (cal["alpha_step_s"], cal["beta_step_s_per_byte"]) == pytest.approx(fit_alpha_beta(points))
+    assert cal["step_bands"] and cal["step_bands"][-1][0] is None
+    assert (cal["step_band_split_bytes"] is None) == (len(cal["step_bands"]) == 1)
 
 
 def test_scaling_measures_every_point_and_models_it(run):
