@@ -72,7 +72,7 @@ def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
            "--sizes", args.sizes, "--strategies", "c_floor", "--anchor", anchor, "--rounds", str(args.rounds),
            *calls_args(args), "--warmup", str(args.warmup), "--no-model", "--out", out, "--force",
            # huge: bench leaves the pages to NumPy and malloc, both told below to madvise them
-           "--pages", "system" if args.pages == "huge" else "4k"]
+           "--pages", "system" if args.pages == "huge" else "4k", "--thread-level", args.thread_level]
     print(f"# {shlex.join(cmd)}", flush=True)
     from mpibench.drive.launch import job_env
     from mpibench.job.bench.pages import with_pages
@@ -84,6 +84,19 @@ def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
     if done.returncode != 0:
         print(done.stdout[-2000:] + done.stderr[-2000:], file=sys.stderr)
     return done.returncode, done.stdout
+
+
+def kept_rows(path: Path, thread_level: str, new):
+    """``new`` in place of the rows of ``path`` measured at the same thread level; the others kept
+    (rows written before bench had --thread-level ran at mpi4py's default, multiple)."""
+    import pandas as pd
+
+    if not path.exists():
+        return new
+    old = pd.read_csv(path, keep_default_na=False)
+    if "thread_level" not in old.columns:
+        old["thread_level"] = "multiple"
+    return pd.concat([old[old.thread_level != thread_level], new], ignore_index=True)
 
 
 def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]]:
@@ -181,6 +194,8 @@ def main() -> int:
     parser.add_argument("--pages", choices=["4k", "huge"], default="4k",
                         help="4k: no buffer madvises huge pages (as a C tool's malloc by default); huge: NumPy's, "
                         "the MPI's and the anchor's all do (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)")
+    parser.add_argument("--thread-level", choices=["multiple", "single"], default="multiple",
+                        help="bench --thread-level: single starts bench's MPI as IMB-MPI1 and OSU start theirs")
     parser.add_argument("--iterations", type=int, default=None,
                         help="timed calls per round, every size [default: as many as last --round-ms]")
     parser.add_argument("--round-ms", type=float, default=50.0,
@@ -215,9 +230,12 @@ def main() -> int:
         first = Path(out, folders[0], "stdout.txt") if folders else None
         printed = first.read_text(errors="replace") if first is not None and first.exists() else printed
         pages = next((line for line in printed.splitlines() if line.startswith("# pages:")), "# pages: not printed")
+        threads = next((line for line in printed.splitlines() if line.startswith("# MPI thread level:")),
+                       "# MPI thread level: not printed")
     print(f"# p={args.ranks}  anchor {anchor}  {len(launches)} launches x {args.rounds} interleaved rounds x "
           f"{args.iterations or f'{args.round_ms:g} ms of'} calls  load before {before}, after {load()}")
     print(pages)
+    print(threads)
     print("\n".join(lines))
     print("# the same launches, paired within each launch (t_max), over launches:")
     print("\n".join(frame))
@@ -231,8 +249,9 @@ def main() -> int:
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         path = Path(__file__).resolve().parent.parent / "docs" / "measured" / "anchor_frame.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(rows).assign(date=date, anchor=os.path.basename(anchor), load_before=before,
-                                  load_after=load()).to_csv(path, index=False, float_format="%.4g")
+        new = pd.DataFrame(rows).assign(date=date, anchor=os.path.basename(anchor), load_before=before,
+                                        load_after=load(), thread_level=args.thread_level)
+        kept_rows(path, args.thread_level, new).to_csv(path, index=False, float_format="%.4g")
         print(f"# wrote {path}")
     ok = ok and frame_ok
     return 0 if ok else 1

@@ -57,7 +57,8 @@ def launch_folders(path: str) -> list[str]:
 
 
 # Header lines a bench launch prints (its stdout.txt): what it ran under, beyond its command.
-CONDITION_LINES = {"pages": "# pages: ", "MPI settings": "# MPI settings from the environment: "}
+CONDITION_LINES = {"pages": "# pages: ", "MPI settings": "# MPI settings from the environment: ",
+                   "MPI thread level": "# MPI thread level: "}
 
 
 def conditions(folders: list[str]) -> dict[str, str]:

@@ -91,6 +91,8 @@ ROWS = [
     (["bench", "--round-ms", "-1"], "--round-ms"),
     (["bench", "--strategies", "no-such-strategy"], "strategy"),
     (["bench", "--seed", "-1"], "--seed"),
+    (["bench", "--thread-level", "funneled"], "--thread-level"),
+    (["bench", "--pages", "2m"], "--pages"),
     (["bench", "--out", RESULTS], "already holds results"),
     (["bench", "--calibration", "BAD"], "cannot read calibration"),  # no fresh folder, no latest link
     (["bench", "--calibration", "bad-json"], "not JSON"),

@@ -88,11 +88,12 @@ def test_one_launch_against_launches_cannot_tell(tmp_path):
     assert job.returncode == 0 and "cannot tell" in job.stdout, job.text
 
 
-def _said(root, pages: str, settings: str) -> None:
+def _said(root, pages: str, settings: str, threads: str = "multiple (provided multiple)") -> None:
     """What each launch's header says it ran under (its stdout.txt)."""
     for folder in sorted(root.glob("launch-*")):
         (folder / "stdout.txt").write_text(f"# p=2  dtype float32\n# pages: {pages}\n"
-                                           f"# MPI settings from the environment: {settings}\nstrategy ...\n")
+                                           f"# MPI settings from the environment: {settings}\n"
+                                           f"# MPI thread level: {threads}\nstrategy ...\n")
 
 
 def test_compare_says_when_the_two_runs_ran_under_other_conditions(tmp_path):
@@ -108,3 +109,7 @@ def test_compare_says_when_the_two_runs_ran_under_other_conditions(tmp_path):
     _said(b, "every buffer on 4 KiB pages", "OMPI_MCA_mpi_yield_when_idle=1")
     same = run_cli(["compare", str(a), str(b)])
     assert "different conditions" not in same.stdout, same.text  # quiet when they agree
+    _said(b, "every buffer on 4 KiB pages", "OMPI_MCA_mpi_yield_when_idle=1", "single (provided single)")
+    threads = run_cli(["compare", str(a), str(b)])
+    assert "MPI thread level: A multiple (provided multiple); B single (provided single)" in threads.stdout
+    assert "MPI settings:" not in threads.stdout, threads.text

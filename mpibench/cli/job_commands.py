@@ -143,6 +143,10 @@ def replacement():
                    "each candidate's buffers and the MPI's scratch sit on 4 KiB pages in every launch; system "
                    "leaves them where NumPy and malloc put them (partly on huge pages, differing between "
                    "candidates and launches; see docs/benchmarks.md)")
+@click.option("--thread-level", type=click.Choice(["multiple", "single"]), default="multiple", show_default=True,
+              help="thread support MPI is started with: multiple is mpi4py's default, what Python training "
+                   "code gets; single is what C benchmarks such as IMB-MPI1 and OSU run with (Open MPI locks "
+                   "every call under multiple: about 0.4 us of a 3 us 4 KiB Allreduce here)")
 @click.option("--launches", type=click.IntRange(min=1), default=1, show_default=True,
               help="run without mpirun: launch the job this many times (each into OUT/launch-NN, each "
                    "starting with a fingerprint) and write medians over launches with 95 % intervals and a "
@@ -153,8 +157,8 @@ def replacement():
               help="with --launches: seconds before one launch is killed as hung [default: 3600]")
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, round_ms, rounds, warmup, seed,
-          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, pages, launches, np_ranks,
-          launch_deadline, **kw):
+          bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, pages, thread_level, launches,
+          np_ranks, launch_deadline, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
     Every size times, in interleaved rounds, the blocking MPI_Allreduce from
@@ -167,6 +171,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
         sys.exit(launch_bench(launches, np_ranks or 2, 3600.0 if launch_deadline is None else launch_deadline, kw))
     if np_ranks is not None or launch_deadline is not None:
         raise UsageError("--np and --launch-deadline go with --launches N (N > 1); under mpirun its -n decides")
+    start_mpi_with(thread_level)  # before anything below imports mpi4py.MPI
     from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
     from mpibench.job.bench.plan import DEFAULT_ITERATIONS, round_seconds, validate, wants_floor
 
@@ -182,6 +187,7 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
                      round_s=round_seconds(round_ms, iterations), rounds=rounds, seed=seed,
                      c_floor="on" if c_named and c_baseline == "auto" else c_baseline, model=model,
                      calibration=calibration, anchor=anchor, floor=wants_floor(strategies), pages=pages,
+                     thread_level=thread_level,
                      options=strategy_options(parse_size(bucket_bytes), ps_shards))
     validate(plan)
     if seed < 0 or ps_shards < 0 or parse_size(bucket_bytes) < 4:
@@ -192,6 +198,18 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
         load_calibration(calibration)  # read now: a bad file must not leave an empty folder behind
     request = out_request(kw, "bench", seed)  # bad input fails before any folder is made
     sys.exit(guarded(lambda: bench_command(plan, device, shared_out(request))))
+
+
+def start_mpi_with(thread_level: str) -> None:
+    """Have MPI started with ``thread_level``; exit 3 (could not run) when it already was otherwise."""
+    from mpibench.base.exits import EXIT_COULD_NOT_RUN
+    from mpibench.base.mpi_threads import AlreadyStarted, ask_for
+
+    try:
+        ask_for(thread_level)
+    except AlreadyStarted as exc:
+        print(f"bench: could not run: {exc}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_COULD_NOT_RUN)
 
 
 def launch_bench(launches: int, ranks: int, deadline_s: float, kw: dict) -> int:

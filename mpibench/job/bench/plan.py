@@ -37,6 +37,7 @@ class BenchPlan:
     anchor: str | None = None  # an IMB-MPI1 or osu_allreduce binary, run as its own job (anchor.py)
     floor: bool = False  # the data-movement floor row (floor.py)
     pages: str = "4k"  # 4k: huge pages off while measuring, every buffer alike; system: as the OS places them
+    thread_level: str = "multiple"  # the thread support MPI was asked to start with (base.mpi_threads)
 
     @property
     def itemsize(self) -> int:

@@ -16,6 +16,7 @@ from mpi4py import MPI
 
 from mpibench.sync.comm import Comm
 from mpibench.base.mpi_settings import describe, mpi_settings
+from mpibench.base import mpi_threads
 from mpibench.base.records import BENCH_COLUMNS, CsvLog
 
 from . import cfloor
@@ -74,7 +75,8 @@ def _run_bench(world: MPI.Comm, plan: BenchPlan, backend, out_dir: str | None, a
                 + ("" if plan.anchor is None else f"\n# anchor: {anchor_label(plan.anchor)}, launched by rank 0 "
                    f"in every round while the benchmark's ranks sleep")
                 + f"\n# pages: {_pages_line(why_not)}"
-                + f"\n# MPI settings from the environment: {describe(mpi_settings())}")
+                + f"\n# MPI settings from the environment: {describe(mpi_settings())}"
+                + f"\n# MPI thread level: {mpi_threads.describe(plan.thread_level)}")
     if plan.dtype != "float32" and plan.strategies:
         _say(world, f"# strategies left out at {plan.dtype}: they reduce float32 step buffers")
     log = _open_log(world, out_dir, append)
