@@ -86,9 +86,19 @@ def run_bench(args, anchor: str, out: str) -> tuple[int, str]:
     return done.returncode, done.stdout
 
 
-def kept_rows(path: Path, thread_level: str, new):
-    """``new`` in place of the rows of ``path`` measured at the same thread level; the others kept
-    (rows written before bench had --thread-level ran at mpi4py's default, multiple)."""
+def binary_label(path: str) -> str:
+    """The anchor's file name and the start of its SHA-256: two builds of one tool (another
+    version, other compiler flags) measured differently here, so a row says which binary ran."""
+    import hashlib
+
+    with open(path, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    return f"{os.path.basename(path)} sha256:{digest[:12]}"
+
+
+def kept_rows(path: Path, new):
+    """``new`` in place of the rows of ``path`` with the same anchor binary and thread level; the
+    others kept (rows written before bench had --thread-level ran at mpi4py's default, multiple)."""
     import pandas as pd
 
     if not path.exists():
@@ -96,7 +106,8 @@ def kept_rows(path: Path, thread_level: str, new):
     old = pd.read_csv(path, keep_default_na=False)
     if "thread_level" not in old.columns:
         old["thread_level"] = "multiple"
-    return pd.concat([old[old.thread_level != thread_level], new], ignore_index=True)
+    same = (old.anchor == new.anchor.iloc[0]) & (old.thread_level == new.thread_level.iloc[0])
+    return pd.concat([old[~same], new], ignore_index=True)
 
 
 def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]]:
@@ -249,9 +260,9 @@ def main() -> int:
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         path = Path(__file__).resolve().parent.parent / "docs" / "measured" / "anchor_frame.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        new = pd.DataFrame(rows).assign(date=date, anchor=os.path.basename(anchor), load_before=before,
+        new = pd.DataFrame(rows).assign(date=date, anchor=binary_label(anchor), load_before=before,
                                         load_after=load(), thread_level=args.thread_level)
-        kept_rows(path, args.thread_level, new).to_csv(path, index=False, float_format="%.4g")
+        kept_rows(path, new).to_csv(path, index=False, float_format="%.4g")
         print(f"# wrote {path}")
     ok = ok and frame_ok
     return 0 if ok else 1

@@ -44,3 +44,24 @@ def test_other_sizes_and_modelled_rows_are_left_out():
     modelled = launches([1.0] * 6, [9.0] * 6, [1.0] * 6).assign(tag="modelled")
     got = vs_anchor.floor_over_anchor(pd.concat([frame, other, modelled]), 4096)
     assert got.ratio.median == pytest.approx(2.0) and got.ratio.n == 6
+
+
+def test_a_row_names_its_anchor_binary_and_keeps_other_binaries_and_levels(tmp_path):
+    """Two builds of one tool measured differently here: each keeps its rows, and so does each
+    thread level; a new set replaces only the rows of its own binary and level."""
+    one, two = tmp_path / "a" / "IMB-MPI1", tmp_path / "b" / "IMB-MPI1"
+    for path, body in ((one, b"build one"), (two, b"build two")):
+        path.parent.mkdir()
+        path.write_bytes(body)
+    first, second = vs_anchor.binary_label(str(one)), vs_anchor.binary_label(str(two))
+    assert first.startswith("IMB-MPI1 sha256:") and first != second
+    csv = tmp_path / "anchor_frame.csv"
+    pd.DataFrame({"bytes": [4096, 4096], "anchor": ["IMB-MPI1", first], "ratio": [1.0, 2.0]}).to_csv(csv, index=False)
+    new = pd.DataFrame({"bytes": [4096], "anchor": [first], "ratio": [3.0], "thread_level": ["multiple"]})
+    kept = vs_anchor.kept_rows(csv, new)
+    assert sorted(zip(kept.anchor, kept.ratio)) == [("IMB-MPI1", 1.0), (first, 3.0)]
+    single = new.assign(thread_level="single", ratio=4.0)
+    kept.to_csv(csv, index=False)
+    both = vs_anchor.kept_rows(csv, single)
+    assert sorted(zip(both.anchor, both.thread_level, both.ratio)) == [
+        ("IMB-MPI1", "multiple", 1.0), (first, "multiple", 3.0), (first, "single", 4.0)]
