@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mpibench.base.page_policies import DEFAULT_POLICY, POLICIES
+
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "docs" / "measured"
 
@@ -88,7 +90,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="4K,64K,1M,4M,16M,64M")
     parser.add_argument("--strategies", default="ring,rabenseifner,auto")
     parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--pages", choices=["4k", "system"], default="4k", help="bench --pages")
+    parser.add_argument("--pages", choices=POLICIES, default=DEFAULT_POLICY, help="bench --pages")
     parser.add_argument("--work", default="launch-verdicts", help="folder of the repetitions' outputs")
     parser.add_argument("--write", action="store_true", help="write docs/measured/bench_verdicts.csv and "
                         "verdict_agreement.csv")

@@ -36,6 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mpibench.base.mpi_threads import DEFAULT_LEVEL, LEVELS
+
 SIZES = "4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M"
 
 
@@ -205,7 +207,7 @@ def main() -> int:
     parser.add_argument("--pages", choices=["4k", "huge"], default="4k",
                         help="4k: no buffer madvises huge pages (as a C tool's malloc by default); huge: NumPy's, "
                         "the MPI's and the anchor's all do (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)")
-    parser.add_argument("--thread-level", choices=["multiple", "single"], default="multiple",
+    parser.add_argument("--thread-level", choices=LEVELS, default=DEFAULT_LEVEL,
                         help="bench --thread-level: single starts bench's MPI as IMB-MPI1 and OSU start theirs")
     parser.add_argument("--iterations", type=int, default=None,
                         help="timed calls per round, every size [default: as many as last --round-ms]")

@@ -7,6 +7,8 @@ import sys
 import click
 
 from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.mpi_threads import DEFAULT_LEVEL as DEFAULT_THREAD_LEVEL, LEVELS as THREAD_LEVELS
+from mpibench.base.page_policies import DEFAULT_POLICY as DEFAULT_PAGE_POLICY, POLICIES as PAGE_POLICIES
 from mpibench.base.parsing import parse_list, parse_size
 from mpibench.sync.registry import strategy_options
 
@@ -138,12 +140,12 @@ def replacement():
 @click.option("--anchor", default=None, metavar="PATH",
               help="an IMB-MPI1 or osu_allreduce binary you built against the same MPI: launched as its "
                    "own job in every round and shown as the row 'anchor' (see docs/benchmarks.md)")
-@click.option("--pages", type=click.Choice(["4k", "system"]), default="4k", show_default=True,
+@click.option("--pages", type=click.Choice(PAGE_POLICIES), default=DEFAULT_PAGE_POLICY, show_default=True,
               help="memory pages under every buffer: 4k turns transparent huge pages off for the job, so "
                    "each candidate's buffers and the MPI's scratch sit on 4 KiB pages in every launch; system "
                    "leaves them where NumPy and malloc put them (partly on huge pages, differing between "
                    "candidates and launches; see docs/benchmarks.md)")
-@click.option("--thread-level", type=click.Choice(["multiple", "single"]), default="multiple", show_default=True,
+@click.option("--thread-level", type=click.Choice(THREAD_LEVELS), default=DEFAULT_THREAD_LEVEL, show_default=True,
               help="thread support MPI is started with: multiple is mpi4py's default, what Python training "
                    "code gets; single is what C benchmarks such as IMB-MPI1 and OSU run with (Open MPI locks "
                    "every call under multiple: about 0.4 us of a 3 us 4 KiB Allreduce here)")

@@ -28,12 +28,13 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from mpibench.base.page_policies import POLICIES  # noqa: F401 - bench --pages, checked by plan.validate
+
 THP_MODE_FILE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 GLIBC_HUGEPAGE_TUNABLE = "glibc.malloc.hugetlb=1"
 NUMPY_SWITCH = "NUMPY_MADVISE_HUGEPAGE"
 PR_SET_THP_DISABLE = 41  # linux/prctl.h; inherited by children and kept across exec
 STATUS_FILE = Path("/proc/self/status")
-POLICIES = ("4k", "system")  # bench --pages
 
 
 def set_huge_pages_off(off: bool) -> str | None:
