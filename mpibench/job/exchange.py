@@ -21,7 +21,7 @@ from mpi4py import MPI
 
 from mpibench.sync.comm import Comm
 
-from .timing import idle_until_released
+from .timing import on_pair
 
 EXCHANGE_SIZES_BYTES = (8, 1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20)
 EXCHANGE_SPLITS_BYTES = (4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10)
@@ -37,18 +37,7 @@ def exchange(world: MPI.Comm, work, sizes=EXCHANGE_SIZES_BYTES) -> list[tuple[in
     starts when it hears so and stops when both its send and its receive are done, so the
     figure carries no arrival skew (a step's wait for the last rank is a part of its own).
     """
-    if world.Get_size() < 2:
-        return []
-    rank = world.Get_rank()
-    results = []
-    if rank in (0, 1):
-        pair = world.Split(0, rank)
-        results = _timed(Comm(pair, deadline_s=30.0), rank, work, sizes)
-        pair.Free()
-    else:
-        world.Split(MPI.UNDEFINED, rank)
-    idle_until_released(world)
-    return world.bcast(results, root=0)
+    return on_pair(world, lambda comm, rank: _timed(comm, rank, work, sizes))
 
 
 def _timed(comm: Comm, rank: int, work, sizes) -> list[tuple[int, float]]:

@@ -9,6 +9,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from mpibench.sync.comm import Comm
+
 IDLE_POLL_S = 0.002
 
 
@@ -17,6 +19,24 @@ def idle_until_released(world: MPI.Comm) -> None:
     request = world.Ibarrier()
     while not request.Test():
         time.sleep(IDLE_POLL_S)
+
+
+def on_pair(world: MPI.Comm, measure) -> list:
+    """``measure(comm, rank)`` on ranks 0 and 1 of ``world`` (``comm``: a deadline-bounded
+    :class:`~mpibench.sync.comm.Comm` of the two), the other ranks asleep meanwhile; every rank
+    gets rank 0's result, [] on one rank (collective over ``world``)."""
+    if world.Get_size() < 2:
+        return []
+    rank = world.Get_rank()
+    results = []
+    if rank in (0, 1):
+        pair = world.Split(0, rank)
+        results = measure(Comm(pair, deadline_s=30.0), rank)
+        pair.Free()
+    else:
+        world.Split(MPI.UNDEFINED, rank)
+    idle_until_released(world)
+    return world.bcast(results, root=0)
 
 
 def cores_available() -> int:
