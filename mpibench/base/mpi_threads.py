@@ -3,7 +3,7 @@
 mpi4py starts MPI with ``MPI_THREAD_MULTIPLE`` unless told otherwise, so Python training code
 (and ``bench``'s ``blocking`` and ``c_floor`` rows, which run in the same processes) get it;
 C benchmarks such as IMB-MPI1 and OSU start with ``MPI_Init``, thread support single. Open MPI
-guards its calls with locks under multiple: on the development VM a C loop of 4 KiB
+pays for thread safety in every call under multiple: on the development VM a C loop of 4 KiB
 ``MPI_Allreduce`` at p = 2, a barrier before each call, took 2.59-2.66 us started single
 and 3.02-3.08 us started multiple in the launches that landed in the host's fastest state
 (six of ten each, alternating). The choice must be made before ``mpi4py.MPI`` is imported;

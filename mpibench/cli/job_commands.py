@@ -147,8 +147,8 @@ def replacement():
                    "candidates and launches; see docs/benchmarks.md)")
 @click.option("--thread-level", type=click.Choice(THREAD_LEVELS), default=DEFAULT_THREAD_LEVEL, show_default=True,
               help="thread support MPI is started with: multiple is mpi4py's default, what Python training "
-                   "code gets; single is what C benchmarks such as IMB-MPI1 and OSU run with (Open MPI locks "
-                   "every call under multiple: about 0.4 us of a 3 us 4 KiB Allreduce here)")
+                   "code gets; single is what C benchmarks such as IMB-MPI1 and OSU run with (Open MPI pays "
+                   "for thread safety in every call under multiple: about 0.4 us of a 3 us 4 KiB Allreduce here)")
 @click.option("--launches", type=click.IntRange(min=1), default=1, show_default=True,
               help="run without mpirun: launch the job this many times (each into OUT/launch-NN, each "
                    "starting with a fingerprint) and write medians over launches with 95 % intervals and a "
