@@ -38,23 +38,16 @@ from pathlib import Path
 import pandas as pd
 
 from mpibench.base.page_policies import DEFAULT_POLICY, POLICIES
+from mpibench.results.measured_rows import replace_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "docs" / "measured"
 
 
 def replace_setting(path: Path, new: pd.DataFrame) -> pd.DataFrame:
-    """``new`` in place of the rows of ``path`` under the same ``mpi_settings`` and ``pages``; the others kept."""
-    if not path.exists():
-        return new
-    old = pd.read_csv(path, keep_default_na=False)
-    if "mpi_settings" not in old.columns:
-        old["mpi_settings"] = ""
-    if "pages" not in old.columns:
-        old["pages"] = "system"  # written before bench had --pages
-    same = (old.mpi_settings.astype(str) == new.mpi_settings.iloc[0]) & (old.pages.astype(str) == new.pages.iloc[0])
-    kept = old[~same]
-    return pd.concat([kept, new], ignore_index=True) if len(kept) else new
+    """``new`` in place of the rows of ``path`` under the same ``mpi_settings`` and ``pages``; the others kept
+    (rows written before bench had --pages were on the system's pages)."""
+    return replace_rows(path, new, {"mpi_settings": "", "pages": "system"})
 
 
 def load() -> str:
