@@ -101,15 +101,19 @@ def binary_label(path: str) -> str:
 def kept_rows(path: Path, new):
     """``new`` in place of the rows of ``path`` with the same anchor binary and thread level; the
     others kept (rows written before bench had --thread-level ran at mpi4py's default, multiple)."""
-    import pandas as pd
+    from mpibench.results.measured_rows import replace_rows
 
-    if not path.exists():
-        return new
-    old = pd.read_csv(path, keep_default_na=False)
-    if "thread_level" not in old.columns:
-        old["thread_level"] = "multiple"
-    same = (old.anchor == new.anchor.iloc[0]) & (old.thread_level == new.thread_level.iloc[0])
-    return pd.concat([old[~same], new], ignore_index=True)
+    return replace_rows(path, new, {"anchor": "", "thread_level": "multiple"})
+
+
+def header_lines(printed: str, names) -> list[str]:
+    """The lines of bench's header that say the conditions ``names`` (as ``compare`` reads them:
+    results.launchcompare.CONDITION_LINES), each "not printed" when the header lacks it."""
+    from mpibench.results.launchcompare import CONDITION_LINES
+
+    lines = printed.splitlines()
+    return [next((line for line in lines if line.startswith(CONDITION_LINES[name])),
+                 f"{CONDITION_LINES[name]}not printed") for name in names]
 
 
 def frame_table(out: str, tolerance: float) -> tuple[list[str], bool, list[dict]]:
@@ -242,13 +246,10 @@ def main() -> int:
         frame, frame_ok, rows = frame_table(out, args.tolerance)
         first = Path(out, folders[0], "stdout.txt") if folders else None
         printed = first.read_text(errors="replace") if first is not None and first.exists() else printed
-        pages = next((line for line in printed.splitlines() if line.startswith("# pages:")), "# pages: not printed")
-        threads = next((line for line in printed.splitlines() if line.startswith("# MPI thread level:")),
-                       "# MPI thread level: not printed")
+        conditions = header_lines(printed, ("pages", "MPI thread level"))
     print(f"# p={args.ranks}  anchor {anchor}  {len(launches)} launches x {args.rounds} interleaved rounds x "
           f"{args.iterations or f'{args.round_ms:g} ms of'} calls  load before {before}, after {load()}")
-    print(pages)
-    print(threads)
+    print("\n".join(conditions))
     print("\n".join(lines))
     print("# the same launches, paired within each launch (t_max), over launches:")
     print("\n".join(frame))
