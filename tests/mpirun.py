@@ -77,11 +77,17 @@ def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Pa
                 env: dict | None = None) -> Job:
     """``cmd`` in its own process group, killed after ``timeout`` s (``env``: default mpi_env()),
     started once more when the launcher failed before starting anything."""
-    job = _run_once(cmd, timeout, out, cwd, env)
-    if launcher_never_started(job.returncode, job.stdout, job.stderr):
+    return once_more_if_never_started(lambda: _run_once(cmd, timeout, out, cwd, env))
+
+
+def once_more_if_never_started(run):
+    """``run()``, and ``run()`` once more when its result (``returncode``, ``stdout``, ``stderr``)
+    says the launcher failed before it started anything (:func:`launcher_never_started`)."""
+    done = run()
+    if launcher_never_started(done.returncode, done.stdout, done.stderr):
         time.sleep(LAUNCHER_RETRY_PAUSE_S)
-        job = _run_once(cmd, timeout, out, cwd, env)
-    return job
+        done = run()
+    return done
 
 
 def launcher_never_started(returncode: int, stdout: str, stderr: str = "") -> bool:

@@ -21,7 +21,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mpirun import LAUNCHER_RETRY_PAUSE_S, launcher_never_started, mpi_env, mpirun_command, processes_tagged, reap_survivors, run_cli, run_command, run_mpi, tagged
+from mpirun import (LAUNCHER_RETRY_PAUSE_S, launcher_never_started, mpi_env, mpirun_command,
+                    once_more_if_never_started, processes_tagged, reap_survivors, run_cli, run_command,
+                    run_mpi, tagged)
 from test_report_browser import FIRST_SCREEN, browser  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,14 +69,6 @@ def launch(cmd: list[str], extra: dict, timeout: float = 240, cwd: Path | None =
     return once_more_if_never_started(lambda: subprocess.run(
         cmd, env=env_with(extra), capture_output=True, text=True, timeout=timeout,
         stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True))
-
-
-def once_more_if_never_started(run) -> subprocess.CompletedProcess:
-    done = run()
-    if launcher_never_started(done.returncode, done.stdout, done.stderr):
-        time.sleep(LAUNCHER_RETRY_PAUSE_S)
-        done = run()
-    return done
 
 
 def pasted(command: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
