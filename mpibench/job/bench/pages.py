@@ -28,8 +28,6 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from mpibench.base.page_policies import POLICIES  # noqa: F401 - bench --pages, checked by plan.validate
-
 THP_MODE_FILE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 GLIBC_HUGEPAGE_TUNABLE = "glibc.malloc.hugetlb=1"
 NUMPY_SWITCH = "NUMPY_MADVISE_HUGEPAGE"

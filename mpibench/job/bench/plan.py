@@ -4,11 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mpibench.base.config import UsageError
+from mpibench.base.mpi_threads import DEFAULT_LEVEL
+from mpibench.base.page_policies import DEFAULT_POLICY, POLICIES
 from mpibench.base.parsing import parse_list
 
 from .candidates import BASELINES, BLOCKING, C_FLOOR
 from .inputs import DTYPES
-from .pages import POLICIES
 
 DEFAULT_SIZES = "4K,1M,16M"
 MAX_SWEEP_SIZES = 64
@@ -36,8 +37,8 @@ class BenchPlan:
     options: dict = field(default_factory=dict)
     anchor: str | None = None  # an IMB-MPI1 or osu_allreduce binary, run as its own job (anchor.py)
     floor: bool = False  # the data-movement floor row (floor.py)
-    pages: str = "4k"  # 4k: huge pages off while measuring, every buffer alike; system: as the OS places them
-    thread_level: str = "multiple"  # the thread support MPI was asked to start with (base.mpi_threads)
+    pages: str = DEFAULT_POLICY  # 4k: huge pages off while measuring, every buffer alike; system: as the OS places them
+    thread_level: str = DEFAULT_LEVEL  # the thread support MPI was asked to start with (base.mpi_threads)
 
     @property
     def itemsize(self) -> int:
