@@ -130,8 +130,16 @@ def combine(rows: pd.DataFrame, state_of: dict[int, str], columns: list[str]) ->
 
 SHORT = {ls.FASTER: "faster", ls.SLOWER: "slower", ls.SAME: "indist.", ls.BIMODAL: "bimodal", ls.TOO_FEW: "too few",
          ls.CANNOT_TELL: "can't tell"}
-CELL = 26
+MIN_CELL = 26
 MAX_MODEL_LINES = 8
+
+
+def cell_text(rows: pd.DataFrame) -> str:
+    """One candidate's cell at one size: verdict, median paired ratio and its interval; '-' if not run."""
+    if rows.empty:
+        return "-"
+    r = rows.iloc[0]
+    return f"{SHORT.get(r.verdict, r.verdict)} {r.vs_blocking:.2f}x [{r.vs_blocking_low:.2f},{r.vs_blocking_high:.2f}]"
 
 
 def verdict_lines(table: pd.DataFrame) -> list[str]:
@@ -144,18 +152,13 @@ def verdict_lines(table: pd.DataFrame) -> list[str]:
     if compared.empty:
         return ["# no comparison against blocking"]
     sizes = sorted(compared.bytes.unique())
-    lines = [f"{'vs blocking':<14}" + "".join(f"{human_bytes(int(n)):>{CELL}}" for n in sizes)]
-    for name, group in compared.groupby("strategy", sort=False):
-        cells = []
-        for n in sizes:
-            r = group[group.bytes == n]
-            if r.empty:
-                cells.append(f"{'-':>{CELL}}")
-                continue
-            r = r.iloc[0]
-            cells.append(f"{SHORT.get(r.verdict, r.verdict)} {r.vs_blocking:.2f}x "
-                         f"[{r.vs_blocking_low:.2f},{r.vs_blocking_high:.2f}]".rjust(CELL))
-        lines.append(f"{name:<14}" + "".join(cells))
+    rows = [(name, [cell_text(group[group.bytes == n]) for n in sizes])
+            for name, group in compared.groupby("strategy", sort=False)]
+    # Every cell at least two spaces from the one before, however long its text.
+    width = max([MIN_CELL] + [len(text) + 2 for _, cells in rows for text in cells])
+    first = max([14] + [len(str(name)) for name, _ in rows])
+    lines = [f"{'vs blocking':<{first}}" + "".join(f"{human_bytes(int(n)):>{width}}" for n in sizes)]
+    lines += [f"{name:<{first}}" + "".join(text.rjust(width) for text in cells) for name, cells in rows]
     lines.append(f"# verdicts at {ls.CONFIDENCE:.0%} confidence against a margin of ±{ls.MARGIN:.0%}: indist. = "
                  f"the ratio's interval lies within [{ls.band()[0]:.3f}, {ls.band()[1]:.3f}]; otherwise faster / "
                  f"slower = wholly above / below 1; can't tell = it holds 1")

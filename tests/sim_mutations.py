@@ -10,6 +10,7 @@ It edits the working tree, so it runs alone: not inside pytest and not beside ot
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import subprocess
 import sys
@@ -76,7 +77,8 @@ def apply_and_test(m: Mutation) -> tuple[str, str]:
     return verdict, detail
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="It takes no options.").parse_args(argv)
     code, detail = run_tests()
     if code != 0:
         print(f"the honest library does not pass its tests: {detail}")

@@ -69,6 +69,24 @@ def test_six_launches_in_two_states_combine_into_intervals_and_verdicts(tmp_path
     assert "95% confidence against a margin of ±10%" in lines[-1]
 
 
+@pytest.mark.parametrize("name", ["ring", "my_plugins.sync:LongNamedStrategy"])
+def test_every_printed_cell_stands_apart_however_long(name):
+    """Long cells ("can't tell" with two-digit ratios) and long plugin names keep two spaces
+    between columns, so the printed table splits back into its cells."""
+    cells = [(ls.CANNOT_TELL, 10.61, 0.55, 11.15), (ls.FASTER, 1.27, 1.2, 1.35), (ls.SAME, 1.0, 0.98, 1.02)]
+    sizes = [4096, 65536, 1 << 20]
+    rows = [dict(strategy=name, bytes=n, verdict=v, vs_blocking=r, vs_blocking_low=lo, vs_blocking_high=hi)
+            for n, (v, r, lo, hi) in zip(sizes, cells)]
+    rows.append(dict(strategy="auto", bytes=4096, verdict=ls.SLOWER, vs_blocking=0.47, vs_blocking_low=0.39,
+                     vs_blocking_high=0.49))
+    lines = verdict_lines(pd.DataFrame(rows))
+    split = [[part.strip() for part in line.split("  ") if part.strip()] for line in lines[:-1]]
+    assert [len(parts) for parts in split] == [4, 4, 4], lines
+    assert split[1][:2] == [name, "can't tell 10.61x [0.55,11.15]"]
+    assert split[2] == ["auto", "slower 0.47x [0.39,0.49]", "-", "-"]
+    assert len({len(line) for line in lines[:-1]}) == 1  # every column right-aligned to one width
+
+
 def test_bench_launches_runs_the_job_twice_and_combines(tmp_path):
     """The user's path: no mpirun, two launches of a short bench, each in its own folder."""
     out = tmp_path / "out"
