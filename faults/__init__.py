@@ -6,8 +6,8 @@ policy (ULFM shrink or respawn, partition views, straggler drops) decides what
 the survivors do. Algorithms never read the schedule: they only see the
 communicator's errors.
 """
-from .load import load_schedule
+from .load import check_name, load_schedule
 from .random_schedule import random_schedule
 from .schedule import Delay, Kill, Partition, Schedule, validate
 
-__all__ = ["Delay", "Kill", "Partition", "Schedule", "load_schedule", "random_schedule", "validate"]
+__all__ = ["Delay", "Kill", "Partition", "Schedule", "check_name", "load_schedule", "random_schedule", "validate"]

@@ -11,6 +11,15 @@ from .scenarios import ALL_SCENARIOS, build
 from .schedule import Schedule, validate
 from .toml_io import load_file
 
+UNKNOWN = "unknown scenario {name!r} (see 'python -m mpibench scenarios', or give a .toml schedule file)"
+
+
+def check_name(name_or_path: str) -> None:
+    """ValueError unless ``name_or_path`` names a scenario or a .toml file: what can be told
+    before the world size is known (a file is read, and may be written, later: :func:`load_schedule`)."""
+    if name_or_path not in ALL_SCENARIOS and not name_or_path.endswith(".toml"):
+        raise ValueError(UNKNOWN.format(name=name_or_path))
+
 
 def load_schedule(name_or_path: str, world_size: int, seed: int = 0) -> Schedule:
     """A named scenario or a TOML file, validated for ``world_size``; ValueError if not valid.
@@ -22,5 +31,4 @@ def load_schedule(name_or_path: str, world_size: int, seed: int = 0) -> Schedule
         return validate(build(name_or_path, world_size))
     if name_or_path.endswith(".toml"):
         return validate(load_file(name_or_path, world_size))
-    raise ValueError(f"unknown scenario {name_or_path!r} (see 'python -m mpibench scenarios', "
-                     "or give a .toml schedule file)")
+    raise ValueError(UNKNOWN.format(name=name_or_path))

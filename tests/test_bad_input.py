@@ -149,3 +149,24 @@ def test_check_rejects_bad_folders_too(tmp_path, args, needle):
 def test_the_table_is_large_enough():
     assert len(ROWS) >= 20
     assert {a[0] for a, _ in ROWS} >= {"run", "bench", "sweep", "report"}
+
+
+# Ask the command, in a fresh Python, and report its exit status and whether MPI was loaded.
+IN_PROCESS = """
+import sys
+from mpibench.cli import main
+try:
+    main.main(sys.argv[1:], prog_name="python -m mpibench")
+    code = 0
+except SystemExit as exc:
+    code = exc.code
+print(f"exit {code}; MPI loaded: {'mpi4py.MPI' in sys.modules}")
+"""
+
+
+@pytest.mark.parametrize("args,needle", ROWS, ids=[" ".join(a) for a, _ in ROWS])
+def test_bad_input_is_refused_before_mpi_starts(tmp_path, args, needle):
+    """No row needs the world size, so none needs MPI to be refused: MPI's start (a second or
+    more, and on a cluster a launcher's start-up) is never paid for a typo."""
+    job = run_command([sys.executable, "-c", IN_PROCESS, *args], timeout=60, cwd=make_workdir(tmp_path))
+    assert job.stdout.strip().splitlines()[-1] == "exit 2; MPI loaded: False", job.text

@@ -32,7 +32,8 @@ class RunConfig:
     momentum: float = 0.0  # SGD momentum; 0: plain SGD, no optimizer state
 
     def check_values(self) -> None:
-        """What can be checked without knowing the world size: numbers finite and in range."""
+        """Everything that can be checked without knowing the world size, so that bad input is
+        refused before MPI starts: numbers finite and in range."""
         import math
 
         if self.seed < 0:
@@ -45,9 +46,10 @@ class RunConfig:
             raise UsageError(f"--lr must be positive, got {self.lr}")
         if not (math.isfinite(self.momentum) and 0 <= self.momentum < 1):
             raise UsageError(f"--momentum must be at least 0 and below 1, got {self.momentum}")
+        self._check_counts()
 
-    def validate(self, world_size: int) -> None:
-        self.check_values()
+    def _check_counts(self) -> None:
+        """Counts, sizes and deadlines in range (part of check_values)."""
         if self.steps < 1:
             raise UsageError(f"--steps must be at least 1, got {self.steps}")
         if self.check_every < 1:
@@ -58,8 +60,6 @@ class RunConfig:
             raise UsageError(f"--batch-size must be at least 1, got {self.batch_size}")
         if min(self.features, self.hidden, self.classes) < 1 or self.classes < 2:
             raise UsageError("model sizes must be positive and classes at least 2")
-        if self.samples < world_size:
-            raise UsageError(f"--samples {self.samples} cannot give each of {world_size} workers a shard")
         if self.bucket_bytes < 4:
             raise UsageError(f"--bucket-bytes must hold at least one float32 (4 bytes), got {self.bucket_bytes}")
         if self.ps_shards < 0:
@@ -69,6 +69,11 @@ class RunConfig:
         if self.deadline_s < MIN_DEADLINE_S:
             raise UsageError(f"--deadline-s must be at least {MIN_DEADLINE_S:g} s (every MPI wait of a step "
                              f"gets this long; shorter ones end healthy runs as stuck), got {self.deadline_s:g}")
+
+    def validate(self, world_size: int) -> None:
+        self.check_values()
+        if self.samples < world_size:
+            raise UsageError(f"--samples {self.samples} cannot give each of {world_size} workers a shard")
 
     def as_dict(self) -> dict:
         return asdict(self)

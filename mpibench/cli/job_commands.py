@@ -44,11 +44,11 @@ def run(strategy, scenario, mutant, engine, ranks, platform, **kw):
     """One scenario under one strategy (under mpirun; or --engine sim: simulated, no mpirun)."""
     if engine == "sim":
         sys.exit(run_simulated(strategy, scenario, mutant, ranks, platform, kw))
-    from mpibench.job.suite import single_run
-
     install_mutant(mutant)
     config = config_from(strategy, scenario, **kw)
     request = out_request(kw, scenario, config.seed)
+    from mpibench.job.suite import single_run  # starts MPI: only once the options are known good
+
     sys.exit(guarded(lambda: single_run(config, request)))
 
 
@@ -173,8 +173,9 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
         sys.exit(launch_bench(launches, np_ranks or 2, 3600.0 if launch_deadline is None else launch_deadline, kw))
     if np_ranks is not None or launch_deadline is not None:
         raise UsageError("--np and --launch-deadline go with --launches N (N > 1); under mpirun its -n decides")
-    start_mpi_with(thread_level)  # before anything below imports mpi4py.MPI
-    from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, bench_command, split_names, sweep_sizes
+    # Nothing imported before start_mpi_with starts MPI: bad input is refused in a moment, and
+    # MPI then starts with the thread level asked for.
+    from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, split_names, sweep_sizes
     from mpibench.job.bench.plan import DEFAULT_ITERATIONS, round_seconds, validate, wants_floor
 
     if min_bytes is not None or max_bytes is not None:
@@ -199,6 +200,9 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
 
         load_calibration(calibration)  # read now: a bad file must not leave an empty folder behind
     request = out_request(kw, "bench", seed)  # bad input fails before any folder is made
+    start_mpi_with(thread_level)
+    from mpibench.job.bench.command import bench_command
+
     sys.exit(guarded(lambda: bench_command(plan, device, shared_out(request))))
 
 

@@ -114,4 +114,18 @@ def config_from(strategy: str, scenario: str, **kw) -> RunConfig:
         scenario = os.path.abspath(scenario)
     config = RunConfig(strategy=strategy, scenario=scenario, **kw)
     config.check_values()
+    check_names(config)
     return config
+
+
+def check_names(config: RunConfig) -> None:
+    """The strategy and the scenario exist (UsageError otherwise): refused before MPI starts,
+    where the world size is not yet known for the rest of the checks (job.runner.prepare)."""
+    from mpibench.faults import check_name
+    from mpibench.sync import registry
+
+    registry.validate([config.strategy])
+    try:
+        check_name(config.scenario)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

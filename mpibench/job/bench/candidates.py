@@ -23,32 +23,15 @@ what the call is:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from mpi4py import MPI
 
-BLOCKING, C_FLOOR = "blocking", "c_floor"
-BASELINES = (BLOCKING, C_FLOOR)
-LABELS = {
-    BLOCKING: "blocking MPI_Allreduce from mpi4py (no wrapper, no deadline)",
-    C_FLOOR: "C loop of MPI_Allreduce (no Python)",
-    "native": "in-step sync: Iallreduce polled against the deadline, plus a copy",
-    "ring": "in-step sync: ring all-reduce (reduce-scatter + all-gather)",
-    "ps": "in-step sync: parameter server",
-}
+from .names import BASELINES, BLOCKING, C_FLOOR, LABELS, label
+from .timed import Timed
 
-
-def label(name: str) -> str:
-    return LABELS.get(name, f"in-step sync: {name}")
-
-
-@dataclass(frozen=True)
-class Timed:
-    """One batch of timed calls on this rank."""
-
-    times_s: np.ndarray
-    wrong: int
+__all__ = ["BASELINES", "BLOCKING", "C_FLOOR", "LABELS", "BlockingAllreduce", "CFloorAllreduce",
+           "StrategyReduce", "Timed", "label"]
 
 
 class BlockingAllreduce:

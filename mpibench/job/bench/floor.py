@@ -17,7 +17,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from .candidates import Timed
+from .timed import Timed
 
 FLOOR = "floor"
 LABEL = "data-movement floor: a reduce-scatter + all-gather's copies and adds in NumPy, no MPI"

@@ -8,7 +8,7 @@ from mpibench.base.mpi_threads import DEFAULT_LEVEL
 from mpibench.base.page_policies import DEFAULT_POLICY, POLICIES
 from mpibench.base.parsing import parse_list
 
-from .candidates import BASELINES, BLOCKING, C_FLOOR
+from .names import BASELINES, BLOCKING, C_FLOOR
 from .inputs import DTYPES
 
 DEFAULT_SIZES = "4K,1M,16M"

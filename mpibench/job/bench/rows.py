@@ -6,12 +6,16 @@ nothing travels: the row keeps its time but has no bandwidth, and says so.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mpibench.base.records import BENCH_COLUMNS
 from mpibench.base.units import human_bytes
 from mpibench.sync.ring import busbw_factor
 
-from .candidates import label
-from .rounds import Spread
+from .names import label
+
+if TYPE_CHECKING:
+    from .rounds import Spread
 
 NO_COMMUNICATION = "p=1: no communication; the time is call overhead, not bandwidth"
 

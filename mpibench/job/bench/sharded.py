@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from .candidates import Timed
+from .timed import Timed
 
 PARTS = ("reduce-scatter", "all-gather")
 
