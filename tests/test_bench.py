@@ -44,6 +44,22 @@ def test_inputs_depend_on_seed_rank_and_index_only(length):
     assert not np.array_equal(a, Expected(4, 1, 4, 5000).inputs)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("length", [1, 3, 1024, 16384, 1 << 18])
+def test_the_inputs_and_the_baselines_receive_buffers_start_on_a_page(length, dtype):
+    """The send buffer (the inputs) and every baseline's receive buffer at the same page offset:
+    no launch's heap layout can put them 16 bytes apart (4K aliasing; mpibench.base.aligned)."""
+    from mpi4py import MPI
+
+    from mpibench.job.bench.candidates import BlockingAllreduce, CFloorAllreduce
+
+    expected = Expected(0, 0, 2, length, dtype)
+    buffers = [expected.inputs, BlockingAllreduce(MPI.COMM_SELF, expected, False).buf,
+               CFloorAllreduce(None, MPI.COMM_SELF, expected, False).buf]
+    assert [b.ctypes.data % 4096 for b in buffers] == [0, 0, 0]
+    assert all(b.dtype == dtype and len(b) == length for b in buffers)
+
+
 # ---------------------------------------------------------------------------- rows
 def test_bus_bandwidth_is_algbw_times_2_p_minus_1_over_p():
     stats = {"time_min_s": 0.5, "time_avg_s": 1.0, "time_max_s": 2.0, "errors": 0}
