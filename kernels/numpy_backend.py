@@ -1,6 +1,6 @@
 """Host back-end: in-place NumPy operations on preallocated buffers.
 
-Buffers are host memory, page-aligned, so MPI gets them as they are (the ``host``
+Buffers are host memory, each at one offset in its page, so MPI gets them as they are (the ``host``
 transfer path). Each operation is one or a few in-place ufunc passes; the rounding of
 each step is what the CuPy kernels reproduce bit for bit.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpibench.base.aggregate import mean_from_totals
-from mpibench.base.aligned import page_aligned_empty
+from mpibench.base.buffer_layout import mapped_layout_empty
 
 from .transfer import process_transfer
 
@@ -22,13 +22,13 @@ class NumpyBackend:
         self.transfer = process_transfer()
         self.info = {"requested": "cpu", "backend": self.name, "transfer": "host", "fallback": None}
 
-    # Every buffer starts a page, so a step buffer and the buffer it is reduced from sit at the
-    # same offset in every launch, never 16 bytes apart as the heap may leave them (base.aligned).
+    # Every buffer at one offset in its page, the one a large malloc gives (base.buffer_layout):
+    # a step buffer and the buffer it is reduced from never 16 bytes apart, as the heap may leave them.
     def empty(self, length: int, dtype=np.float32) -> np.ndarray:
-        return page_aligned_empty(length, dtype)
+        return mapped_layout_empty(length, dtype)
 
     def zeros(self, length: int, dtype=np.float32) -> np.ndarray:
-        buf = page_aligned_empty(length, dtype)
+        buf = mapped_layout_empty(length, dtype)
         buf[...] = 0
         return buf
 

@@ -27,7 +27,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from mpibench.base.aligned import page_aligned_empty
+from mpibench.base.buffer_layout import mapped_layout_empty
 
 from .names import BASELINES, BLOCKING, C_FLOOR, LABELS, label
 from .timed import Timed
@@ -43,7 +43,7 @@ class BlockingAllreduce:
 
     def __init__(self, mpi: MPI.Comm, expected, in_place: bool):
         self.mpi, self.expected, self.in_place = mpi, expected, in_place
-        self.buf = page_aligned_empty(len(expected.inputs), expected.inputs.dtype)  # as the inputs
+        self.buf = mapped_layout_empty(len(expected.inputs), expected.inputs.dtype)  # as the inputs
 
     def time_calls(self, calls: int) -> Timed:
         mpi, inputs, buf = self.mpi, self.expected.inputs, self.buf
@@ -71,7 +71,7 @@ class CFloorAllreduce:
     def __init__(self, floor, mpi: MPI.Comm, expected, in_place: bool):
         self.floor, self.mpi, self.expected, self.in_place = floor, mpi, expected, in_place
         self.inputs = np.ascontiguousarray(expected.inputs)
-        self.buf = page_aligned_empty(len(self.inputs), self.inputs.dtype)  # as blocking's
+        self.buf = mapped_layout_empty(len(self.inputs), self.inputs.dtype)  # as blocking's
 
     def time_calls(self, calls: int) -> Timed:
         if not calls:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpibench.base import seeds
-from mpibench.base.aligned import page_aligned_copy
+from mpibench.base.buffer_layout import mapped_layout_copy
 
 _TABLE = 4099  # a prime, so A and B do not line up with power-of-two sizes
 DTYPES = {"float32": np.float32, "float64": np.float64}
@@ -30,7 +30,7 @@ class Expected:
         a, b = (np.resize(t.astype(dtype), length) for t in _tables(seed))
         pairs = dtype(ranks * (ranks - 1) // 2)
         quarter = dtype(0.25)
-        self.inputs = page_aligned_copy((a + dtype(rank) * b) * quarter)  # see base.aligned
+        self.inputs = mapped_layout_copy((a + dtype(rank) * b) * quarter)  # see base.buffer_layout
         self.sum = (dtype(ranks) * a + pairs * b) * quarter
         abs_sum = (dtype(ranks) * np.abs(a) + pairs * np.abs(b)) * quarter
         self.tolerance = dtype(ranks * float(np.finfo(dtype).eps)) * abs_sum
