@@ -90,6 +90,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# slurmd can fail to start a job step's tasks at all (seen once in a full test run on a loaded
+# 2-core machine: "StepId=9.0 aborted before step completely launched", then "task N launch
+# failed" for every task). Nothing of the job ran, so it says nothing about the job: a
+# submission whose log shows that, and no line from the job's own tasks, is made once more.
+STEP_ABORTED = "aborted before step completely launched"
+_TASK_LAUNCH_FAILED = re.compile(r"^srun: error: task \d+ launch failed")
+
+
+def step_never_launched(log: str) -> bool:
+    """The log shows srun's step-launch failure and every srun line is srun's own: no task ran."""
+    if STEP_ABORTED not in log:
+        return False
+    lines = log.splitlines()
+    start = next(i for i, line in enumerate(lines) if STEP_ABORTED in line)
+    after = lines[start + 1:]
+    failed = [line for line in after if _TASK_LAUNCH_FAILED.match(line)]
+    tasks_said = [line for line in after if not line.startswith("srun:") and not line.startswith("verdict:")]
+    return bool(failed) and not tasks_said
+
+
 @dataclass
 class Submitted:
     """One `sbatch --wait` submission: its job id, exit status and the job's output."""

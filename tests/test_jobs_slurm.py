@@ -108,8 +108,15 @@ def submit(cluster, tmp_path):
     def run(script: str, *args: str, tasks: int = 4, env: dict | None = None,
             options: tuple[str, ...] = (), timeout_s: float = 120) -> slurm_cluster.Submitted:
         job_env = {"MPIBENCH_OUT": str(tmp_path / "results"), **(env or {})}
-        return cluster.sbatch(JOBS / script, *args, workdir=tmp_path, env=job_env,
-                              options=[f"--ntasks={tasks}", *options], timeout_s=timeout_s)
+
+        def once():
+            return cluster.sbatch(JOBS / script, *args, workdir=tmp_path, env=job_env,
+                                  options=[f"--ntasks={tasks}", *options], timeout_s=timeout_s)
+
+        job = once()
+        if slurm_cluster.step_never_launched(job.log):
+            job = once()  # slurmd failed to start the step's tasks: nothing of the job ran
+        return job
 
     run.results = tmp_path / "results"
     return run

@@ -58,3 +58,30 @@ BOX = ("------------------------------------------------------------------------
 def test_a_launcher_that_never_started_is_told_from_a_job_that_began(status, merged, never):
     """With stdout and stderr merged, only the launcher's own box and diagnostics may be there."""
     assert launcher_never_started(status, merged) is never
+
+
+STEP_ABORT_LOG = """mpibench job 9: 4 tasks on vm (4 CPUs advertised, 2 cores here)
+  launcher: srun --mpi=pmix  python: /venv/bin/python
+  output:   /tmp/results/mpibench-9
+srun: launch/slurm: launch_p_step_launch: StepId=9.0 aborted before step completely launched.
+srun: Job step aborted: Waiting up to 7 seconds for job step to finish.
+srun: error: task 0 launch failed: Unspecified error
+srun: error: task 1 launch failed: Unspecified error
+verdict: unknown, cannot judge: no run.json in /tmp/results/mpibench-9 (0 case(s), 0 checks, 0 violation(s))
+"""
+
+
+@pytest.mark.parametrize("log, never", [
+    (STEP_ABORT_LOG, True),
+    # a task of the job spoke after the abort: it ran, so the submission stands as it is
+    (STEP_ABORT_LOG.replace("srun: error: task 1", "mpibench: error: --steps must be at least 1\nsrun: error: task 1"),
+     False),
+    (STEP_ABORT_LOG.replace("aborted before step completely launched", "launched"), False),  # no abort
+    ("mpibench: error: --steps must be at least 1, got -3\nsrun: error: vm: tasks 0-3: Exited with exit code 2\n",
+     False),
+    ("", False),
+])
+def test_an_srun_step_that_never_launched_is_told_apart(log, never):
+    from slurm_cluster import step_never_launched
+
+    assert step_never_launched(log) is never
