@@ -27,8 +27,7 @@ def load_schedule(name_or_path: str, world_size: int, seed: int = 0) -> Schedule
     ``seed`` is accepted so seeded scenarios can be added without changing callers;
     the named scenarios and TOML files are fixed.
     """
+    check_name(name_or_path)
     if name_or_path in ALL_SCENARIOS:
         return validate(build(name_or_path, world_size))
-    if name_or_path.endswith(".toml"):
-        return validate(load_file(name_or_path, world_size))
-    raise ValueError(UNKNOWN.format(name=name_or_path))
+    return validate(load_file(name_or_path, world_size))

@@ -146,7 +146,7 @@ class _Probe:
         self.call_s = call_s
 
     def time_calls(self, calls):
-        from mpibench.job.bench.candidates import Timed
+        from mpibench.job.bench.timed import Timed
 
         return Timed(np.full(calls, self.call_s), 0)
 

@@ -29,11 +29,8 @@ from mpi4py import MPI
 
 from mpibench.base.buffer_layout import mapped_layout_empty
 
-from .names import BASELINES, BLOCKING, C_FLOOR, LABELS, label
+from .names import BLOCKING, C_FLOOR
 from .timed import Timed
-
-__all__ = ["BASELINES", "BLOCKING", "C_FLOOR", "LABELS", "BlockingAllreduce", "CFloorAllreduce",
-           "StrategyReduce", "Timed", "label"]
 
 
 class BlockingAllreduce:

@@ -24,8 +24,9 @@ from . import pages
 from .anchor import ANCHOR, NOT_CHECKED, AnchorFailed, AnchorRun, label as anchor_label
 from .floor import FLOOR, LABEL as FLOOR_LABEL, MovementFloor
 from . import sharded
-from .candidates import BLOCKING, BlockingAllreduce, CFloorAllreduce, StrategyReduce
+from .candidates import BlockingAllreduce, CFloorAllreduce, StrategyReduce
 from .inputs import DTYPES, Expected
+from .names import BLOCKING
 from .model import disagreements, flag_lines, load_calibration, modelled_rows
 from .plan import BenchPlan
 from .rounds import calls_per_round, ratio_to, run_rounds
