@@ -1,6 +1,6 @@
 """``bench``'s baselines against an independent anchor, in the same interleaved rounds.
 
-    python benchmarks/vs_anchor.py [--anchor PATH] [--ranks 2] [--sizes 4K,...,64M] [--rounds 5] [--launches 6]
+    python benchmarks/vs_anchor.py [--anchor PATH [--anchor-buffers one-page-offset]] [--ranks 2] [--sizes 4K,...,64M] [--rounds 5] [--launches 6]
         [--round-ms 50 | --iterations N] [--out DIR] [--write]
 
 Not under mpirun: it runs ``bench --launches K`` (the driver outside MPI:
@@ -20,7 +20,11 @@ time; then the median over launches), ``blocking`` and ``c_floor`` over the
 anchor, and whether both are within ``--tolerance`` (10 %); then the same
 launches in bench's frame: blocking / anchor paired inside each launch (``t_max``),
 its 95 % interval over launches, the verdict, and its median in each launch state
-(named by the fingerprint). ``--write`` writes ``docs/measured/anchor_frame.csv``.
+(named by the fingerprint). ``--anchor-buffers one-page-offset`` runs IMB-MPI1
+unchanged with ``anchor_page_offset.c`` preloaded, so that its buffers start
+where bench's do (16 bytes into a page): IMB's own sit 16 bytes apart modulo
+4096 below malloc's mmap threshold, which made its 32-128 KiB calls 2-2.6x
+slower here. ``--write`` writes ``docs/measured/anchor_frame.csv``.
 The host's load before and after. Exit 0 when every size is within (both tables),
 1 when one is not, 3 when the job could not run.
 """
@@ -55,6 +59,48 @@ def own_anchor() -> str:
     if mpicc is None:
         sys.exit("vs_anchor: no mpicc beside this Python or on PATH to build c_anchor.c; give --anchor")
     return str(cfloor.build(mpicc, cfloor.ANCHOR_SOURCE))
+
+
+SHIM_SOURCE = Path(__file__).with_name("anchor_page_offset.c")
+ONE_PAGE_OFFSET = "one-page-offset"
+
+
+def with_one_page_offset(anchor: str, folder: str | None = None) -> str:
+    """A launcher script for ``anchor`` (IMB-MPI1, unchanged) with anchor_page_offset.c preloaded:
+    every buffer IMB takes from MPI_Alloc_mem starts 16 bytes into a page, as bench's do. Its name
+    keeps the tool's, so bench still runs it as IMB. Kept in ``folder`` (default: bench's build
+    cache, in a folder named by the shim, the compiler and the tool), so the bench command
+    printed with it runs again as pasted."""
+    import hashlib
+
+    from mpibench.job.bench import cfloor
+
+    mpicc = cfloor.find_mpicc()
+    if mpicc is None:
+        sys.exit(f"vs_anchor: no mpicc beside this Python or on PATH to build {SHIM_SOURCE.name}")
+    tool = os.path.abspath(anchor)
+    if folder is None:
+        key = hashlib.sha256(SHIM_SOURCE.read_bytes() + f"\0{mpicc}\0{tool}".encode()).hexdigest()[:12]
+        folder = str(cfloor.cache_dir() / f"anchor-page-offset-{key}")
+    os.makedirs(folder, exist_ok=True)
+    shim = Path(folder, "libanchor_page_offset.so")
+    built = subprocess.run([mpicc, "-O2", "-shared", "-fPIC", "-o", str(shim), str(SHIM_SOURCE)],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        sys.exit(f"vs_anchor: {mpicc} could not build {SHIM_SOURCE.name}: {built.stderr.strip()[-300:]}")
+    script = Path(folder, f"{Path(anchor).name}-{ONE_PAGE_OFFSET}")
+    script.write_text(f"#!/bin/sh\nLD_PRELOAD={shlex.quote(str(shim))} exec {shlex.quote(tool)} \"$@\"\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def loads_at_launch(out: str) -> str:
+    """The 1-minute load average each launch of a kept folder began with (launches.csv)."""
+    try:
+        with open(os.path.join(out, "launches.csv"), newline="") as fh:
+            return "launches " + " ".join(f"{float(r['load_before']):.2f}" for r in csv.DictReader(fh))
+    except (OSError, KeyError, ValueError):
+        return "not recorded"
 
 
 def calls_args(args) -> list[str]:
@@ -204,6 +250,10 @@ def table(launches: list[dict[tuple[str, int], float]], tolerance: float) -> tup
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--anchor", default=None, help="IMB-MPI1 or osu_allreduce binary (default: c_anchor.c)")
+    parser.add_argument("--anchor-buffers", choices=["own", ONE_PAGE_OFFSET], default="own",
+                        help="own: IMB-MPI1 as built; one-page-offset: its MPI_Alloc_mem buffers start 16 bytes "
+                        "into a page, as bench's do (a PMPI shim, anchor_page_offset.c, preloaded; the binary "
+                        "unchanged). Below 128 KiB IMB's two buffers otherwise sit 16 bytes apart modulo 4096")
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--sizes", default=SIZES)
     parser.add_argument("--rounds", type=int, default=5)
@@ -225,15 +275,22 @@ def main() -> int:
                         "already holds its launches.csv is read, not run again")
     parser.add_argument("--write", action="store_true", help="write docs/measured/anchor_frame.csv")
     args = parser.parse_args()
+    if args.anchor_buffers == ONE_PAGE_OFFSET and (args.anchor is None or "imb" not in Path(args.anchor).name.lower()):
+        parser.error("--anchor-buffers one-page-offset places IMB-MPI1's MPI_Alloc_mem buffers: give --anchor "
+                     "PATH/IMB-MPI1 (OSU and c_anchor.c allocate theirs page-aligned, at one offset already)")
     anchor = args.anchor or own_anchor()
-    before = load()
+    label = binary_label(anchor) + ("" if args.anchor_buffers == "own" else f" {ONE_PAGE_OFFSET}")
+    before, after = load(), None
     with tempfile.TemporaryDirectory(prefix="vs-anchor-") as tmp:
         out = args.out or tmp
+        if args.anchor_buffers == ONE_PAGE_OFFSET:
+            anchor = with_one_page_offset(anchor)
         done = [f for f in (os.listdir(out) if os.path.isdir(out) else [])
                 if f.startswith("launch-") and os.path.exists(os.path.join(out, f, "bench.csv"))]
         if os.path.exists(os.path.join(out, "launches.csv")) or len(done) >= args.launches:  # kept: reused
             print(f"# reusing {out}", flush=True)
             printed = ""
+            before, after = loads_at_launch(out), "not recorded"  # the host's now says nothing of those launches
         else:
             code, printed = run_bench(args, anchor, out)
             if code != 0:
@@ -247,8 +304,8 @@ def main() -> int:
         first = Path(out, folders[0], "stdout.txt") if folders else None
         printed = first.read_text(errors="replace") if first is not None and first.exists() else printed
         conditions = header_lines(printed, ("pages", "MPI thread level"))
-    print(f"# p={args.ranks}  anchor {anchor}  {len(launches)} launches x {args.rounds} interleaved rounds x "
-          f"{args.iterations or f'{args.round_ms:g} ms of'} calls  load before {before}, after {load()}")
+    print(f"# p={args.ranks}  anchor {label}  {len(launches)} launches x {args.rounds} interleaved rounds x "
+          f"{args.iterations or f'{args.round_ms:g} ms of'} calls  load before {before}, after {after or load()}")
     print("\n".join(conditions))
     print("\n".join(lines))
     print("# the same launches, paired within each launch (t_max), over launches:")
@@ -263,8 +320,8 @@ def main() -> int:
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         path = Path(__file__).resolve().parent.parent / "docs" / "measured" / "anchor_frame.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        new = pd.DataFrame(rows).assign(date=date, anchor=binary_label(anchor), load_before=before,
-                                        load_after=load(), thread_level=args.thread_level)
+        new = pd.DataFrame(rows).assign(date=date, anchor=label, load_before=before,
+                                        load_after=after or load(), thread_level=args.thread_level)
         kept_rows(path, new).to_csv(path, index=False, float_format="%.4g")
         print(f"# wrote {path}")
     ok = ok and frame_ok

@@ -65,3 +65,54 @@ def test_a_row_names_its_anchor_binary_and_keeps_other_binaries_and_levels(tmp_p
     both = vs_anchor.kept_rows(csv, single)
     assert sorted(zip(both.anchor, both.thread_level, both.ratio)) == [
         ("IMB-MPI1", "multiple", 1.0), (first, "multiple", 3.0), (first, "single", 4.0)]
+
+
+PROBE = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdint.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    long sizes[] = {1, 4096, 65536, 4194304};
+    for (int i = 0; i < 4; i++) {
+        void *s, *r;
+        MPI_Alloc_mem(sizes[i], MPI_INFO_NULL, &s);
+        MPI_Alloc_mem(sizes[i], MPI_INFO_NULL, &r);
+        for (long k = 0; k < sizes[i]; k++) ((char *)s)[k] = ((char *)r)[k] = 1;  /* all of it is ours */
+        printf("%ld %ld %ld\n", sizes[i], (long)((uintptr_t)s % 4096), (long)((uintptr_t)r % 4096));
+        MPI_Free_mem(r);
+        MPI_Free_mem(s);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.mpi
+def test_the_one_page_offset_anchor_starts_every_alloc_mem_buffer_16_bytes_into_a_page(tmp_path):
+    """The wrapper runs the tool as built, with the shim preloaded: every MPI_Alloc_mem buffer of
+    every size (heap-sized ones included, which glibc places anywhere) starts 16 bytes into a page,
+    and freeing them works."""
+    import subprocess
+
+    from mpibench.job.bench import cfloor
+    from mpirun import mpi_env, mpirun_command, run_command
+
+    mpicc = cfloor.find_mpicc()
+    assert mpicc, "the project's venv holds Open MPI's mpicc"
+    source, tool = tmp_path / "probe.c", tmp_path / "IMB-probe"
+    source.write_text(PROBE)
+    subprocess.run([mpicc, "-O1", "-o", str(tool), str(source)], check=True, timeout=120)
+    wrapper = vs_anchor.with_one_page_offset(str(tool), str(tmp_path))
+    assert Path(wrapper).name == "IMB-probe-one-page-offset"
+
+    def offsets(program):
+        job = run_command(mpirun_command() + ["-n", "1", program], timeout=120, env=mpi_env())
+        assert job.returncode == 0, job.text
+        return {int(b): (int(s), int(r)) for b, s, r in (line.split() for line in job.stdout.splitlines()
+                                                         if line[:1].isdigit())}
+
+    shimmed = offsets(wrapper)
+    assert shimmed == {b: (16, 16) for b in (1, 4096, 65536, 4194304)}
+    assert offsets(str(tool)) != shimmed  # unshimmed, glibc places the heap-sized ones elsewhere
