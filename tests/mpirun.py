@@ -67,25 +67,30 @@ def run_mpi(n: int, args: list[str], out: Path | None = None, timeout: float = 1
 # Open MPI's launcher occasionally fails before it starts any process (seen in CI,
 # two test workers launching at once: "The PMIx server's listener thread failed
 # to start", exit 213). That says nothing about the code under test, so such a
-# launch is tried again, as the sweep's own launcher does; any other failure,
-# and a second launcher failure, is returned as it is.
+# launch is tried again, as the sweep's own launcher does; any other failure is
+# returned as it is. The failures come in bursts (a fresh-clone run saw one launch
+# fail twice, two seconds apart), so the test helpers try twice more, after longer
+# pauses, and return a third launcher failure as it is.
 LAUNCHER_NEVER_STARTED = "listener thread failed to start"
-LAUNCHER_RETRY_PAUSE_S = 2.0
+LAUNCHER_RETRY_PAUSES_S = (2.0, 6.0)
 
 
 def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Path | None = None,
                 env: dict | None = None) -> Job:
     """``cmd`` in its own process group, killed after ``timeout`` s (``env``: default mpi_env()),
-    started once more when the launcher failed before starting anything."""
+    started again (up to twice more) when the launcher failed before starting anything."""
     return once_more_if_never_started(lambda: _run_once(cmd, timeout, out, cwd, env))
 
 
 def once_more_if_never_started(run):
-    """``run()``, and ``run()`` once more when its result (``returncode``, ``stdout``, ``stderr``)
-    says the launcher failed before it started anything (:func:`launcher_never_started`)."""
+    """``run()``, and ``run()`` again (up to twice more) while its result (``returncode``,
+    ``stdout``, ``stderr``) says the launcher failed before it started anything
+    (:func:`launcher_never_started`)."""
     done = run()
-    if launcher_never_started(done.returncode, done.stdout, done.stderr):
-        time.sleep(LAUNCHER_RETRY_PAUSE_S)
+    for pause_s in LAUNCHER_RETRY_PAUSES_S:
+        if not launcher_never_started(done.returncode, done.stdout, done.stderr):
+            break
+        time.sleep(pause_s)
         done = run()
     return done
 

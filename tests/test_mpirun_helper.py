@@ -1,5 +1,5 @@
-"""The tests' own launcher helper: a launcher that never started is tried once more,
-any other failure is returned as it is."""
+"""The tests' own launcher helper: a launcher that never started is tried again, up to twice
+more; any other failure, and a third launcher failure, is returned as it is."""
 from __future__ import annotations
 
 import sys
@@ -30,10 +30,16 @@ def test_a_launcher_that_never_started_is_tried_once_more(tmp_path):
     assert (tmp_path / "tries").read_text() == "2"
 
 
-def test_a_second_launcher_failure_is_returned_as_it_is(tmp_path):
+def test_a_launcher_that_failed_twice_is_tried_a_third_time(tmp_path):
     job = run_command(flaky_launcher(tmp_path, 2, "The PMIx server's listener thread failed to start"), 30)
+    assert (job.returncode, job.stdout.strip()) == (0, "ok")
+    assert (tmp_path / "tries").read_text() == "3"
+
+
+def test_a_third_launcher_failure_is_returned_as_it_is(tmp_path):
+    job = run_command(flaky_launcher(tmp_path, 3, "The PMIx server's listener thread failed to start"), 30)
     assert job.returncode == 213
-    assert (tmp_path / "tries").read_text() == "2"
+    assert (tmp_path / "tries").read_text() == "3"
 
 
 def test_any_other_failure_is_not_retried(tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mpirun import (LAUNCHER_RETRY_PAUSE_S, launcher_never_started, mpi_env, mpirun_command,
+from mpirun import (LAUNCHER_RETRY_PAUSES_S, launcher_never_started, mpi_env, mpirun_command,
                     once_more_if_never_started, processes_tagged, reap_survivors, run_cli, run_command,
                     run_mpi, tagged)
 from test_report_browser import FIRST_SCREEN, browser  # noqa: F401 - the fixture
@@ -64,8 +64,8 @@ def env_with(extra: dict) -> dict:
 
 
 def launch(cmd: list[str], extra: dict, timeout: float = 240, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``cmd`` run to its end; started once more when the MPI launcher failed before it started
-    anything (``launcher_never_started``: Open MPI's, now and then, under load)."""
+    """``cmd`` run to its end; started again (up to twice more) when the MPI launcher failed before it
+    started anything (``launcher_never_started``: Open MPI's, now and then, under load)."""
     return once_more_if_never_started(lambda: subprocess.run(
         cmd, env=env_with(extra), capture_output=True, text=True, timeout=timeout,
         stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True))
@@ -202,12 +202,14 @@ def kill_when(cmd: list[str], extra: dict, needle: str, delay_s: float = 0.0, ti
     output; returns (status, output so far, how many of its processes ran just before the kill).
     Every process of the job must be gone within seconds of the kill (the ranks, in process
     groups of their own, end themselves once their launcher is gone); any left are killed and
-    the test fails. A launch whose launcher failed before it started anything is made once more."""
-    try:
-        return _kill_when_once(cmd, extra, needle, delay_s, timeout)
-    except NeverStarted:
-        time.sleep(LAUNCHER_RETRY_PAUSE_S)
-        return _kill_when_once(cmd, extra, needle, delay_s, timeout)
+    the test fails. A launch whose launcher failed before it started anything is made again, up to
+    twice more."""
+    for pause_s in LAUNCHER_RETRY_PAUSES_S:
+        try:
+            return _kill_when_once(cmd, extra, needle, delay_s, timeout)
+        except NeverStarted:
+            time.sleep(pause_s)
+    return _kill_when_once(cmd, extra, needle, delay_s, timeout)
 
 
 class NeverStarted(AssertionError):
