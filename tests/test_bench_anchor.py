@@ -93,6 +93,21 @@ def test_bench_times_the_anchor_as_its_own_row(tmp_path, monkeypatch, c_anchor):
     assert (rows[rows.strategy != "anchor"].errors.astype(int) == 0).all()
 
 
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("largest_bytes", [4, 4096, 65536, 1 << 20])
+def test_the_c_anchor_starts_both_buffers_16_bytes_into_a_page(c_anchor, largest_bytes):
+    """Below glibc's mmap threshold two mallocs in a row start 16 bytes apart modulo 4096 (the
+    layout that stalls a reduction on 4K aliasing); the anchor's buffers start where bench's do,
+    whatever the largest size it allocates for."""
+    from mpirun import mpi_env, run_command
+
+    job = run_command(mpirun_command() + ["-n", "2", c_anchor, "-m", f"4:{largest_bytes}", "-i", "2", "-x", "1"],
+                      timeout=120, env=mpi_env())
+    assert job.returncode == 0, job.text
+    assert "# buffers start 16 and 16 bytes into a page (send, receive)" in job.stdout, job.stdout
+    assert anchor.parse_table("osu", job.stdout)[largest_bytes].t_avg > 0
+
 @pytest.mark.mpi
 def test_an_anchor_that_fails_could_not_run(tmp_path, monkeypatch):
     broken = tmp_path / "osu_allreduce"
