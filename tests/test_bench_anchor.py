@@ -126,3 +126,37 @@ def test_bad_anchor_exits_2_with_one_line(args):
     job = run_cli(["bench", "--sizes", "4K", *args])
     assert job.returncode == 2, job.text[-2000:]
     assert len(job.stderr.strip().splitlines()) == 1 and "--anchor" in job.stderr
+
+
+NEVER_STARTED = "mpirun ... exited 213 without a figure for 4096 B: The PMIx server's listener thread failed to start."
+
+
+@pytest.mark.parametrize("failures, tries, ok", [
+    ([], 1, True),
+    (["exited 1: no table"], 2, True),                      # any failure: once more
+    (["exited 1: no table", "exited 1: no table"], 2, False),
+    ([NEVER_STARTED, NEVER_STARTED], 3, True),              # never started twice: a third try
+    (["exited 1: no table", NEVER_STARTED], 3, True),
+    ([NEVER_STARTED, "exited 1: no table"], 2, False),     # the second failure was the tool's own
+    ([NEVER_STARTED] * 3, 3, False),
+])
+def test_an_anchor_launch_is_tried_again_as_its_failure_allows(monkeypatch, failures, tries, ok):
+    from mpibench.job.bench.rounds import RoundTimes
+
+    made, slept = [], []
+
+    def launch(*args):
+        made.append(args)
+        if len(made) <= len(failures):
+            raise anchor.AnchorFailed(failures[len(made) - 1])
+        return RoundTimes(1e-6, 2e-6, 3e-6)
+
+    monkeypatch.setattr(anchor, "_launch", launch)
+    monkeypatch.setattr(anchor.time, "sleep", slept.append)
+    if ok:
+        assert anchor.run_once("IMB-MPI1", 4096, 2, 10, 1).t_avg == 2e-6
+    else:
+        with pytest.raises(anchor.AnchorFailed):
+            anchor.run_once("IMB-MPI1", 4096, 2, 10, 1)
+    assert len(made) == tries
+    assert slept == list(anchor.RETRY_PAUSES_S[:tries - 1])

@@ -20,6 +20,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from .rounds import RoundTimes
 
 ANCHOR = "anchor"
 LAUNCH_TIMEOUT_S = 600.0
+RETRY_PAUSES_S = (2.0, 6.0)  # before the second try (any failure), the third (never started)
+LAUNCHER_NEVER_STARTED = "listener thread failed to start"
 NOT_CHECKED = "independent tool, its own job: results checked by the tool, not by mpibench"
 # What a launcher puts in its ranks' environment; a nested launch must not inherit it.
 _LAUNCHER_PREFIXES = ("PMIX_", "PRTE_", "OPAL_", "PMI_", "HYDRA_", "HYDI_", "OMPI_")
@@ -95,14 +98,20 @@ def parse_table(kind: str, text: str) -> dict[int, RoundTimes]:
 
 def run_once(path: str, n_bytes: int, ranks: int, calls: int, warmup: int,
              cores: set[int] | None = None) -> RoundTimes:
-    """Launch the tool for one size (on the calling process) and read its figure; a launch
-    that gives none is tried once more before the anchor counts as failed (the launcher
-    itself sometimes fails to start, e.g. "The PMIx server's listener thread failed to
-    start", once in some hundred launches here)."""
-    try:
-        return _launch(path, n_bytes, ranks, calls, warmup, cores)
-    except AnchorFailed:
-        return _launch(path, n_bytes, ranks, calls, warmup, cores)
+    """Launch the tool for one size (on the calling process) and read its figure. A launch
+    that gives none is tried once more, two seconds later; one whose launcher never started
+    (Open MPI's "The PMIx server's listener thread failed to start") once more again, six
+    seconds after that, before the anchor counts as failed: those failures come in runs of
+    two here, once in some hundred launches."""
+    for pause_s in (*RETRY_PAUSES_S, None):
+        try:
+            return _launch(path, n_bytes, ranks, calls, warmup, cores)
+        except AnchorFailed as exc:
+            first = pause_s == RETRY_PAUSES_S[0]
+            if pause_s is None or not (first or LAUNCHER_NEVER_STARTED in str(exc)):
+                raise
+            time.sleep(pause_s)
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def _launch(path: str, n_bytes: int, ranks: int, calls: int, warmup: int, cores: set[int] | None) -> RoundTimes:
