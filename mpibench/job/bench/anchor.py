@@ -100,18 +100,20 @@ def run_once(path: str, n_bytes: int, ranks: int, calls: int, warmup: int,
              cores: set[int] | None = None) -> RoundTimes:
     """Launch the tool for one size (on the calling process) and read its figure. A launch
     that gives none is tried once more, two seconds later; one whose launcher never started
-    (Open MPI's "The PMIx server's listener thread failed to start") once more again, six
+    (Open MPI's "The PMIx server's listener thread failed to start") a third time, six
     seconds after that, before the anchor counts as failed: those failures come in runs of
     two here, once in some hundred launches."""
-    for pause_s in (*RETRY_PAUSES_S, None):
-        try:
-            return _launch(path, n_bytes, ranks, calls, warmup, cores)
-        except AnchorFailed as exc:
-            first = pause_s == RETRY_PAUSES_S[0]
-            if pause_s is None or not (first or LAUNCHER_NEVER_STARTED in str(exc)):
-                raise
-            time.sleep(pause_s)
-    raise AssertionError("unreachable: the last try returns or raises")
+    try:
+        return _launch(path, n_bytes, ranks, calls, warmup, cores)
+    except AnchorFailed:
+        time.sleep(RETRY_PAUSES_S[0])
+    try:
+        return _launch(path, n_bytes, ranks, calls, warmup, cores)
+    except AnchorFailed as exc:
+        if LAUNCHER_NEVER_STARTED not in str(exc):
+            raise
+        time.sleep(RETRY_PAUSES_S[1])
+    return _launch(path, n_bytes, ranks, calls, warmup, cores)
 
 
 def _launch(path: str, n_bytes: int, ranks: int, calls: int, warmup: int, cores: set[int] | None) -> RoundTimes:
