@@ -79,10 +79,10 @@ def run_command(cmd: list[str], timeout: float, out: Path | None = None, cwd: Pa
                 env: dict | None = None) -> Job:
     """``cmd`` in its own process group, killed after ``timeout`` s (``env``: default mpi_env()),
     started again (up to twice more) when the launcher failed before starting anything."""
-    return once_more_if_never_started(lambda: _run_once(cmd, timeout, out, cwd, env))
+    return again_if_never_started(lambda: _run_once(cmd, timeout, out, cwd, env))
 
 
-def once_more_if_never_started(run):
+def again_if_never_started(run):
     """``run()``, and ``run()`` again (up to twice more) while its result (``returncode``,
     ``stdout``, ``stderr``) says the launcher failed before it started anything
     (:func:`launcher_never_started`)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mpirun import VENV_BIN, mpi_env, once_more_if_never_started, run_command
+from tests.mpirun import VENV_BIN, mpi_env, again_if_never_started, run_command
 
 pytestmark = pytest.mark.mpi
 
@@ -164,7 +164,7 @@ def paste_each(commands: dict[str, set], tmp_path: Path) -> None:
         source = ", ".join(sorted(source))
         cwd = tmp_path / f"paste-{i}"
         cwd.mkdir()
-        done = once_more_if_never_started(lambda: subprocess.run(  # noqa: B023 - called at once
+        done = again_if_never_started(lambda: subprocess.run(  # noqa: B023 - called at once
             command, shell=True, cwd=cwd, env=paste_env(), capture_output=True, text=True,
             timeout=PASTE_TIMEOUT_S, stdin=subprocess.DEVNULL))
         said = f"{source}: {command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from mpirun import (LAUNCHER_RETRY_PAUSES_S, launcher_never_started, mpi_env, mpirun_command,
-                    once_more_if_never_started, processes_tagged, reap_survivors, run_cli, run_command,
+                    again_if_never_started, processes_tagged, reap_survivors, run_cli, run_command,
                     run_mpi, tagged)
 from test_report_browser import FIRST_SCREEN, browser  # noqa: F401 - the fixture
 
@@ -66,7 +66,7 @@ def env_with(extra: dict) -> dict:
 def launch(cmd: list[str], extra: dict, timeout: float = 240, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``cmd`` run to its end; started again (up to twice more) when the MPI launcher failed before it
     started anything (``launcher_never_started``: Open MPI's, now and then, under load)."""
-    return once_more_if_never_started(lambda: subprocess.run(
+    return again_if_never_started(lambda: subprocess.run(
         cmd, env=env_with(extra), capture_output=True, text=True, timeout=timeout,
         stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True))
 
@@ -75,7 +75,7 @@ def pasted(command: str, cwd: Path, timeout: float = 180) -> subprocess.Complete
     """A printed command run as a user pastes it: another folder, a bare PATH and a home,
     no Open MPI variables (root's permission must come from the command itself)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
-    return once_more_if_never_started(lambda: subprocess.run(
+    return again_if_never_started(lambda: subprocess.run(
         ["/bin/sh", "-c", command], env=env, cwd=cwd, capture_output=True, text=True,
         timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True))
 
