@@ -80,20 +80,22 @@ endif
 # and a pass of a job that left cases out (4: the launch could not run them) stays 4.
 # A launch that ended with a status none of the job's own (0-4) before the job wrote its
 # run.json began nothing (Open MPI: "The PMIx server's listener thread failed to start",
-# exit 213, under load): it is tried once more, and one line says so; twice is "could not run" (3).
+# exit 213, under load): it is tried again after 2 s and after 6 s more
+# (MPIBENCH_LAUNCH_RETRY_PAUSES_S), one line each; three times is "could not run" (3).
 # File times lag the clock by up to a tick, so the mark the run.json must be newer than is
 # set 1 s back (a run.json written that fast by the job would otherwise look old).
+RETRY_PAUSES_S = $(or $(MPIBENCH_LAUNCH_RETRY_PAUSES_S),2 6)
 RUN_JOB = $(MPIRUN) -n $(NP) $(MPIRUN_FLAGS) $(PY) -m mpibench $(if $(OUT),--out $(OUT)) </dev/null
 run: $(STAMP)
 	@status=0; since=$$(mktemp); out='$(or $(OUT),mpibench-out/latest)'; \
 	touch -d "$$(date -d '-1 second' '+%Y-%m-%d %H:%M:%S.%N' 2>/dev/null)" $$since 2>/dev/null; \
 	unbegun() { [ $$status -gt 4 ] && [ -z "$$(find "$$out/run.json" -newer $$since 2>/dev/null)" ]; }; \
 	$(RUN_JOB) || status=$$?; \
-	if unbegun; then \
-		echo "make run: the launcher ended with status $$status before the job began (no run.json was written); trying once more" >&2; \
-		sleep 2; status=0; $(RUN_JOB) || status=$$?; fi; \
+	for pause in $(RETRY_PAUSES_S); do if unbegun; then \
+		echo "make run: the launcher ended with status $$status before the job began (no run.json was written); trying again in $$pause s" >&2; \
+		sleep $$pause; status=0; $(RUN_JOB) || status=$$?; fi; done; \
 	if unbegun; then rm -f $$since; \
-		echo "make run: could not run: the launcher ended with status $$status before the job began, twice" >&2; exit 3; fi; \
+		echo "make run: could not run: the launcher ended with status $$status before the job began, three times" >&2; exit 3; fi; \
 	rm -f $$since; \
 	if [ $$status = 2 ]; then exit 2; fi; \
 	$(PY) -m mpibench check --confirm $(or $(OUT),mpibench-out/latest) || exit $$?; \

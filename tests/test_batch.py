@@ -13,7 +13,7 @@ from mpirun import mpirun_command
 from mpibench.drive.batching import BatchQueue, run_batch
 from mpibench.base.records import STATUS_FILE
 from mpibench.drive.cases import CRASH, HANG, OK
-from mpibench.drive.launch import run_job_once_more_if_unstarted
+from mpibench.drive.launch import run_job_again_if_unstarted
 from mpibench.drive.sweep import SweepPlan, SweepSettings, run_sweep
 
 
@@ -145,7 +145,7 @@ def test_batch_cases_give_the_rows_of_their_own_run_commands(tmp_path):
     for o in outcomes:
         folder = tmp_path / "cases" / o.case.case_id
         assert (folder / "run" / "run.json").exists()
-        replay = run_job_once_more_if_unstarted(["env", *shlex.split(o.replay)], folder / "replay-log", 120,
+        replay = run_job_again_if_unstarted(["env", *shlex.split(o.replay)], folder / "replay-log", 120,
                                                 started=(folder / "replay").exists)
         assert replay.returncode == 0, replay.stderr_tail[-2000:]
         for name in ("steps.csv", "invariants.csv", "faults.csv"):
@@ -182,7 +182,7 @@ def test_the_main_job_ends_with_a_sweep_whose_cases_replay(tmp_path):
     first = sweep.iloc[0]
     folder = tmp_path / "sweep-cases" / first.case
     assert not (folder / "replay").exists()
-    replay = run_job_once_more_if_unstarted(["env", *shlex.split(first.replay)], tmp_path / "replay-log", 120,
+    replay = run_job_again_if_unstarted(["env", *shlex.split(first.replay)], tmp_path / "replay-log", 120,
                                             started=(folder / "replay").exists)
     assert replay.returncode == 0, replay.stderr_tail[-2000:]
     for name in ("steps.csv", "invariants.csv", "faults.csv"):

@@ -42,6 +42,63 @@ def test_a_launcher_that_cannot_start_jobs_is_a_launch_error(launcher, needle):
         launch.preflight(launcher, 2, timeout_s=30)
 
 
+def counting_launcher(tmp_path: Path, fails: int, words: str) -> str:
+    """A launcher that fails its first ``fails`` calls with ``words`` (exit 213), then succeeds."""
+    script = tmp_path / "counting-launcher"
+    calls = tmp_path / "calls"
+    script.write_text(f"#!/bin/sh\necho x >> {calls}\n"
+                      f"if [ $(wc -l < {calls}) -le {fails} ]; then echo \"{words}\" >&2; exit 213; fi\necho ran\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def calls_made(tmp_path: Path) -> int:
+    return len((tmp_path / "calls").read_text().splitlines())
+
+
+PMIX_WORDS = "The PMIx server's listener thread failed to start. We cannot continue."
+
+
+@pytest.mark.parametrize("fails,words,calls,starts", [
+    (1, PMIX_WORDS, 2, True),
+    (2, PMIX_WORDS, 3, True),
+    (3, PMIX_WORDS, 3, False),          # three tries in all
+    (1, "not enough slots available", 1, False),  # a failure that would repeat is not retried
+])
+def test_preflight_tries_a_launcher_that_never_started_again(tmp_path, monkeypatch, fails, words, calls, starts):
+    monkeypatch.setattr(launch, "LAUNCH_RETRY_PAUSES_S", (0.0, 0.0))
+    launcher = counting_launcher(tmp_path, fails, words)
+    if starts:
+        assert launch.preflight(launcher, 2, timeout_s=30) == [launcher]
+    else:
+        with pytest.raises(launch.LaunchError, match="exited 213"):
+            launch.preflight(launcher, 2, timeout_s=30)
+    assert calls_made(tmp_path) == calls
+
+
+@pytest.mark.parametrize("fails,calls,code", [(0, 1, 0), (2, 3, 0), (3, 3, 213)])
+def test_a_job_that_never_began_runs_up_to_three_times_keeping_each_tries_output(tmp_path, monkeypatch,
+                                                                                  fails, calls, code):
+    monkeypatch.setattr(launch, "LAUNCH_RETRY_PAUSES_S", (0.0, 0.0))
+    logs = tmp_path / "log"
+    logs.mkdir()
+    job = launch.run_job_again_if_unstarted([counting_launcher(tmp_path, fails, PMIX_WORDS)], logs, 30,
+                                            started=lambda: False)
+    assert job.returncode == code and calls_made(tmp_path) == calls
+    kept = sorted(p.name for p in logs.glob("stderr.*-launch.txt"))
+    assert kept == ["stderr.first-launch.txt", "stderr.second-launch.txt"][:calls - 1]
+    assert all("listener thread" in (logs / name).read_text() for name in kept)
+
+
+def test_a_job_that_began_is_never_run_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(launch, "LAUNCH_RETRY_PAUSES_S", (0.0, 0.0))
+    logs = tmp_path / "log"
+    logs.mkdir()
+    job = launch.run_job_again_if_unstarted([counting_launcher(tmp_path, 1, PMIX_WORDS)], logs, 30,
+                                            started=lambda: True)
+    assert job.returncode == 213 and calls_made(tmp_path) == 1
+
+
 @pytest.mark.mpi
 def test_too_many_ranks_without_oversubscribe_names_the_fix():
     plain = str(Path(sys.executable).parent / "mpirun")

@@ -1,5 +1,6 @@
 """``python -m mpibench`` without a launcher: a launch that failed before the job began is
-tried once more (one line says so); a job that began, or a status of the job's own, is not."""
+tried up to twice more (one line says so each time); a job that began, or a status of the job's
+own, is not."""
 import json
 import sys
 
@@ -8,7 +9,8 @@ import pytest
 from mpirun import mpi_env, run_command
 from test_sweep import fake_launcher
 
-RETRY_LINE = "before the job began (no run.json was written); trying once more"
+RETRY_LINE = "before the job began (no run.json was written); trying again in 0 s"
+QUICK_RETRIES = {"MPIBENCH_LAUNCH_RETRY_PAUSES_S": "0 0"}  # the product pauses 2 s and 6 s
 
 # The stand-in launcher: ``--version`` and the trial job (``-c``) succeed; the main job's launches act out
 # one outcome per call, in order, from the list given to the test.
@@ -34,21 +36,22 @@ def stand_in(tmp_path, acts: list[str], table: dict = ACTS) -> str:
     return fake_launcher(tmp_path, body)[0]
 
 
-@pytest.mark.parametrize("acts,status,retried", [
-    (["unstarted", "ran"], 0, True),
-    (["unstarted", "unstarted"], 3, True),
-    (["began-then-died"], 3, False),
-    (["verdict-1"], 1, False),
+@pytest.mark.parametrize("acts,status,retries", [
+    (["unstarted", "ran"], 0, 1),
+    (["unstarted", "unstarted", "ran"], 0, 2),
+    (["unstarted", "unstarted", "unstarted"], 3, 2),
+    (["began-then-died"], 3, 0),
+    (["verdict-1"], 1, 0),
 ])
 @pytest.mark.parametrize("with_out", [True, False])
-def test_a_launch_that_began_nothing_is_tried_once_more(tmp_path, acts, status, retried, with_out):
+def test_a_launch_that_began_nothing_is_tried_up_to_twice_more(tmp_path, acts, status, retries, with_out):
     out = tmp_path / "run"
     args = ["--out", str(out)] if with_out else []
-    env = {**mpi_env(), "MPIBENCH_MPIEXEC": stand_in(tmp_path, acts)}
+    env = {**mpi_env(), **QUICK_RETRIES, "MPIBENCH_MPIEXEC": stand_in(tmp_path, acts)}
     job = run_command([sys.executable, "-m", "mpibench", "--np", "2", *args], timeout=60, env=env, cwd=tmp_path)
     assert job.returncode == status, job.text
-    assert job.stderr.count(RETRY_LINE) == (1 if retried else 0), job.text
-    assert int((tmp_path / "calls").read_text()) == len(acts)  # never a third launch
+    assert job.stderr.count(RETRY_LINE) == retries, job.text
+    assert int((tmp_path / "calls").read_text()) == len(acts)  # never a fourth launch
     if acts[0] == "unstarted":  # the first attempt's own words stay in the output
         assert "listener thread failed to start" in job.stderr.split(RETRY_LINE)[0]
     if status == 3:

@@ -12,7 +12,7 @@ import pytest
 
 from mpirun import mpi_env, mpirun_command
 from mpibench.drive.cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, judge
-from mpibench.drive.launch import JobResult, run_job_once_more_if_unstarted
+from mpibench.drive.launch import JobResult, run_job_again_if_unstarted
 from mpibench.base.records import SWEEP_COLUMNS
 from mpibench.drive.sweep import SweepPlan, SweepSettings, run_sweep, summary_text
 
@@ -116,7 +116,7 @@ def test_replay_command_reproduces_the_rows_exactly(tmp_path):
     # Rows first (they are written before the job ends), then how the jobs ended.
     for o in outcomes:
         folder = tmp_path / "cases" / o.case.case_id
-        replay = run_job_once_more_if_unstarted(["env", *shlex.split(o.replay)], folder / "replay-log", 60,
+        replay = run_job_again_if_unstarted(["env", *shlex.split(o.replay)], folder / "replay-log", 60,
                                                 started=(folder / "replay").exists)
         for name in ("steps.csv", "invariants.csv", "faults.csv"):
             first = deterministic(pd.read_csv(folder / "run" / name, keep_default_na=False))

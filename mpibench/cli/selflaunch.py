@@ -8,7 +8,7 @@ starts, and runs the main job under it on ``--np`` ranks (default
 :data:`DEFAULT_RANKS`: every named scenario fits, and the job stays short). The
 job's own exit status is the command's; a launcher that cannot start the job is
 "could not run" (exit 3). A launch that failed before the job began (no folder, no
-``run.json``, a status none of the job's own) is tried once more, and one line says so.
+``run.json``, a status none of the job's own) is tried up to twice more, and one line says so each time.
 This process never initialises MPI.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ STARTED_HERE = "MPIBENCH_SELF_LAUNCHED"  # set in the launched job: never launch
 STOP_GRACE_S = 10.0
 # A launcher can fail before it starts anything (Open MPI: "The PMIx server's listener
 # thread failed to start", exit 213, seen under load); that says nothing about the job,
-# so such a launch is tried once more after a pause. A status of the job's own (0-4) or
-# a job that made its folder is never retried.
-RETRY_PAUSE_S = 2.0
+# so such a launch is tried again after a pause, and once more after a longer one
+# (drive/launch.py's LAUNCH_RETRY_PAUSES_S). A status of the job's own (0-4) or a job
+# that made its folder is never retried.
 MTIME_SLACK_S = 1.0  # file times lag the clock by a tick; a run.json from 1 s before the launch is not this job's
 
 
@@ -41,7 +41,8 @@ def under_launcher() -> bool:
 
 def launch_main_job(ranks: int | None, args: list[str]) -> int:
     """Run ``python -m mpibench ARGS`` on ``ranks`` ranks under the launcher; its exit status."""
-    from mpibench.drive.launch import LaunchError, job_env, mpibench_command, mpibench_command_text, preflight
+    from mpibench.drive.launch import (LAUNCH_RETRY_PAUSES_S, LaunchError, job_env, mpibench_command,
+                                       mpibench_command_text, preflight)
 
     ranks = ranks or DEFAULT_RANKS
     try:
@@ -57,10 +58,12 @@ def launch_main_job(ranks: int | None, args: list[str]) -> int:
     env[STARTED_HERE] = "1"
     since, fresh = time.time() - MTIME_SLACK_S, JobBegan(args)
     code = _run(cmd, env, fresh, since)
-    if not EXIT_OK <= code <= EXIT_PARTIAL and not fresh.began(since):
+    for pause_s in LAUNCH_RETRY_PAUSES_S:
+        if EXIT_OK <= code <= EXIT_PARTIAL or fresh.began(since):
+            break
         print(f"mpibench: the launcher ended with status {code} before the job began (no run.json was "
-              f"written); trying once more", file=sys.stderr, flush=True)
-        time.sleep(RETRY_PAUSE_S)
+              f"written); trying again in {pause_s:g} s", file=sys.stderr, flush=True)
+        time.sleep(pause_s)
         since = time.time() - MTIME_SLACK_S
         code = _run(cmd, env, fresh, since)
     if EXIT_OK <= code <= EXIT_PARTIAL:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .alone import write_batch_replay
 from .cases import STATUS_FILE, Case, Outcome, batch_case_job, judge, replay_command, run_case, write_case
-from .launch import kill_all, mpibench_command, run_job_once_more_if_unstarted
+from .launch import kill_all, mpibench_command, run_job_again_if_unstarted
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def run_batch(batch: Batch, out: Path, mpiexec: list[str], case_deadline_s: floa
     plan = folder / "plan.json"
     plan.write_text(json.dumps({"schema": 1, "workers": batch.workers, "cases": entries}, indent=1) + "\n")
     cmd = mpibench_command(mpiexec, batch.workers, ["batch", str(plan)])
-    job = run_job_once_more_if_unstarted(cmd, folder, case_deadline_s * len(batch.cases),
+    job = run_job_again_if_unstarted(cmd, folder, case_deadline_s * len(batch.cases),
                                          started=lambda: launch_began(runs),
                                          stalled=_stall_watch(runs, case_deadline_s))
     outcomes, rest = salvage(batch, runs, job, mpiexec, case_deadline_s)

@@ -24,7 +24,7 @@ from mpibench.faults.toml_io import dump as schedule_toml
 from mpibench.base.exits import EXIT_PARTIAL
 from mpibench.base.records import STATUS_FILE
 
-from .launch import JobResult, mpibench_command, mpibench_command_text, run_job_once_more_if_unstarted
+from .launch import JobResult, mpibench_command, mpibench_command_text, run_job_again_if_unstarted
 
 OK, VIOLATION, CRASH, HANG, NO_VERDICT = "ok", "violation", "crash", "hang", "no-verdict"
 NOT_RUN = "not-run"  # the launch could not support the case: no pass, no finding
@@ -120,7 +120,7 @@ def run_case(case: Case, folder: Path, mpiexec: list[str], deadline_s: float) ->
     schedule_path = write_case(case, folder)
     out_dir = folder / "run"
     cmd = mpibench_command(mpiexec, case.workers, case.run_args(schedule_path, out_dir))
-    job = run_job_once_more_if_unstarted(cmd, folder, deadline_s, started=out_dir.exists, run_dir=out_dir)
+    job = run_job_again_if_unstarted(cmd, folder, deadline_s, started=out_dir.exists, run_dir=out_dir)
     return judge(case, out_dir, job, replay_command(mpiexec, case, folder))
 
 

@@ -75,12 +75,37 @@ def is_open_mpi(exe: str) -> bool:
     return "Open MPI" in text or "prte" in text.lower()
 
 
+# Open MPI's words when its launcher failed before starting any rank for a reason
+# that passes (PMIx's listener under heavy load); preflight tries such a launch again.
+NEVER_STARTED = "listener thread failed to start"
+
+
 def preflight(mpiexec: str | None, ranks: int, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> list[str]:
-    """Start ``ranks`` trivial MPI processes with the launcher; LaunchError if that fails."""
+    """Start ``ranks`` trivial MPI processes with the launcher; LaunchError if that fails.
+
+    A trial that failed with :data:`NEVER_STARTED` is tried up to twice more
+    (:data:`LAUNCH_RETRY_PAUSES_S`); any other failure is reported at once."""
     argv = launcher_argv(mpiexec)
     if not argv or (shutil.which(argv[0]) is None and not os.access(argv[0], os.X_OK)):
         raise LaunchError(f"no launcher {argv[0] if argv else '(empty)'!r}: install the embedded-mpi extra "
                           "('make venv') or give --mpiexec / MPIBENCH_MPIEXEC")
+    code, output = _trial(argv, ranks, timeout_s)
+    for pause_s in LAUNCH_RETRY_PAUSES_S:
+        if code == 0 or NEVER_STARTED not in output:
+            break
+        time.sleep(pause_s)
+        code, output = _trial(argv, ranks, timeout_s)
+    if code != 0:
+        lines = [line.strip() for line in output.splitlines() if line.strip() and not set(line.strip()) <= set("-*=")]
+        hint = ("; add --oversubscribe to the launcher (more ranks than slots)"
+                if "slots" in output and "--oversubscribe" not in argv else "")
+        gist = " | ".join(lines[:3])[:300]
+        raise LaunchError(f"'{shlex.join(argv)} -n {ranks}' exited {code}: {gist}{hint}")
+    return argv
+
+
+def _trial(argv: list[str], ranks: int, timeout_s: float) -> tuple[int, str]:
+    """(exit status, output) of ``ranks`` processes meeting at one barrier."""
     cmd = [*argv, "-n", str(ranks), sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL, env=job_env(), start_new_session=True)
@@ -93,13 +118,7 @@ def preflight(mpiexec: str | None, ranks: int, timeout_s: float = PREFLIGHT_TIME
     except BaseException:  # interrupted: the trial job must not outlive the driver
         _kill_group(proc)
         raise
-    if proc.returncode != 0:
-        lines = [line.strip() for line in output.splitlines() if line.strip() and not set(line.strip()) <= set("-*=")]
-        hint = ("; add --oversubscribe to the launcher (more ranks than slots)"
-                if "slots" in output and "--oversubscribe" not in argv else "")
-        gist = " | ".join(lines[:3])[:300]
-        raise LaunchError(f"'{shlex.join(argv)} -n {ranks}' exited {proc.returncode}: {gist}{hint}")
-    return argv
+    return proc.returncode, output
 
 
 def job_env() -> dict:
@@ -183,23 +202,29 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None, run_
 
 # A launcher that fails before starting anything (seen here: "The PMIx server's
 # listener thread failed to start", exit 213, under heavy load) says nothing about
-# the case it was given. Such a launch is tried again, once, after a short pause;
-# a second failure is reported as it is.
-LAUNCH_RETRY_PAUSE_S = 2.0
+# the case it was given. Such a launch is tried up to twice more, after a short
+# pause and then a longer one (the failure was seen twice in a row on a busy host);
+# a third failure is reported as it is. MPIBENCH_LAUNCH_RETRY_PAUSES_S ("2 6")
+# sets the pauses (tests shorten them).
+LAUNCH_RETRY_PAUSES_S = tuple(float(v) for v in os.environ.get("MPIBENCH_LAUNCH_RETRY_PAUSES_S", "2 6").split())
+EARLIER_TRIES = ("first-launch", "second-launch")  # where each failed try's output is kept
 
 
-def run_job_once_more_if_unstarted(cmd: list[str], log_dir: Path, deadline_s: float, started,
-                                   stalled=None, run_dir: Path | None = None) -> JobResult:
-    """:func:`run_job`, run again once when it failed and ``started()`` says nothing of the
-    job had begun (its output folder was never made). The first attempt's output is kept
-    beside the second's (``*.first-launch.txt``)."""
+def run_job_again_if_unstarted(cmd: list[str], log_dir: Path, deadline_s: float, started,
+                               stalled=None, run_dir: Path | None = None) -> JobResult:
+    """:func:`run_job`, run again (up to twice) when it failed and ``started()`` says
+    nothing of the job had begun (its output folder was never made). Each failed
+    try's output is kept beside the last one's (``*.first-launch.txt``,
+    ``*.second-launch.txt``)."""
     job = run_job(cmd, log_dir, deadline_s, stalled, run_dir)
-    if job.hung or job.returncode == 0 or started():
-        return job
-    for name in ("stdout.txt", "stderr.txt"):
-        (log_dir / name).replace(log_dir / name.replace(".txt", ".first-launch.txt"))
-    time.sleep(LAUNCH_RETRY_PAUSE_S)
-    return run_job(cmd, log_dir, deadline_s, stalled, run_dir)
+    for pause_s, kept_as in zip(LAUNCH_RETRY_PAUSES_S, EARLIER_TRIES):
+        if job.hung or job.returncode == 0 or started():
+            return job
+        for name in ("stdout.txt", "stderr.txt"):
+            (log_dir / name).replace(log_dir / name.replace(".txt", f".{kept_as}.txt"))
+        time.sleep(pause_s)
+        job = run_job(cmd, log_dir, deadline_s, stalled, run_dir)
+    return job
 
 
 POLL_S = 0.5

@@ -24,7 +24,7 @@ from pathlib import Path
 from mpibench.base.exits import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 from mpibench.base.mpi_settings import mpi_settings
 
-from .launch import mpibench_command, mpibench_command_text, run_job_once_more_if_unstarted
+from .launch import mpibench_command, mpibench_command_text, run_job_again_if_unstarted
 
 LAUNCH_DEADLINE_S = 3600.0
 SUBFOLDER = "launch-{:02d}"
@@ -104,7 +104,7 @@ def run_launches(launcher: list[str], ranks: int, launches: int, argv: list[str]
         folder = os.path.join(out, SUBFOLDER.format(n))
         cmd = mpibench_command(launcher, ranks, [*args, "--out", folder])
         load = _load()
-        job = run_job_once_more_if_unstarted(cmd, Path(folder), deadline_s,
+        job = run_job_again_if_unstarted(cmd, Path(folder), deadline_s,
                                              lambda f=folder: os.path.exists(os.path.join(f, "run.json")))
         done.append(LaunchDone(n, folder, None if job.hung else job.returncode, job.wall_s, load))
         print(_progress(done[-1], launches, started), file=stream, flush=True)

@@ -105,9 +105,21 @@ def call_overhead_s(n_floats: int, repeats: int = 200) -> float:
     return float(np.median(times))
 
 
-def compute_fit(config, batches=(8, 256)) -> tuple[float, float]:
-    """(fixed, per-sample) seconds of a local step, from two batch sizes."""
-    return fit_line(batches, [local_step_s(config, b) for b in batches])
+def compute_fit(config, batches=(8, 256), repeats: int = 30) -> tuple[float, float]:
+    """(fixed, per-sample) seconds of a local step, from two batch sizes.
+
+    The sizes take turns, one step each, and each keeps the median of its own
+    steps: timed one after the other, a change in the host's load between the
+    two blocks was seen to make the small batch the slower and the slope zero."""
+    works = [local_step(config, b) for b in batches]
+    times = np.empty((len(batches), repeats))
+    for i in range(-3, repeats):
+        for j, work in enumerate(works):
+            start = time.perf_counter()
+            work()
+            if i >= 0:
+                times[j, i] = time.perf_counter() - start
+    return fit_line(batches, np.median(times, axis=1))
 
 
 # ----------------------------------------------------------------------------- all of it
