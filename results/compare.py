@@ -68,16 +68,18 @@ def causes(cal: Calibration, strategy: str, ranks: int, nbytes: float, ratio: fl
 
 def step_parts(measured_step: float, measured_sync: float, modelled_step: float,
                modelled_sync: float, sync_wait: float = 0.0,
-               tolerance: float = TOLERANCE) -> list[tuple[str, str]]:
+               tolerance: float = TOLERANCE, modelled_wait: float = 0.0) -> list[tuple[str, str]]:
     """Which part of a step missed: local work (step less sync: compute, loss statistics,
     bookkeeping) against the one-rank calibration, the gradient sync against its model, and
-    how far apart the ranks reached the sync (``sync_wait``; the model has them arrive at once)."""
+    how far apart the ranks reached the sync (``sync_wait``) beyond the wait the calibrated
+    arrival skew gives (``modelled_wait``, a part of the modelled step)."""
     found = []
-    if sync_wait > 0 and measured_step > 0 and sync_wait / measured_step > tolerance / 2:
+    beyond = sync_wait - modelled_wait
+    if beyond > 0 and measured_step > 0 and beyond / measured_step > tolerance / 2:
         found.append(("arrival_skew", f"ranks reach the sync apart: the first waits {sync_wait * 1e3:.3g} ms "
-                                      f"per step for the last ({sync_wait / measured_step:.0%} of the step); "
-                                      "the model has every rank arrive at once"))
-    local, local_model = measured_step - measured_sync, modelled_step - modelled_sync
+                                      f"per step for the last ({sync_wait / measured_step:.0%} of the step), "
+                                      f"against {modelled_wait * 1e3:.3g} ms from the calibrated arrival skew"))
+    local, local_model = measured_step - measured_sync, modelled_step - modelled_sync - modelled_wait
     if local > 0 and local_model > 0 and abs(local_model - local) / local > tolerance:
         found.append(("local_work", f"local work (step less sync) {local * 1e3:.3g} ms measured against "
                                     f"{local_model * 1e3:.3g} ms of the one-rank loop run beside the point "
@@ -125,7 +127,8 @@ def compare_steps(cal: Calibration, scaling: pd.DataFrame, options: dict) -> lis
         modelled = model.loc[key]
         tolerance = ONE_RANK_TOLERANCE if m.ranks == 1 else TOLERANCE
         parts = step_parts(float(m.step_time_s), _number(m.sync_time_s), float(modelled.step_time_s),
-                           _number(modelled.sync_time_s), _number(getattr(m, "sync_wait_s", None)), tolerance)
+                           _number(modelled.sync_time_s), _number(getattr(m, "sync_wait_s", None)), tolerance,
+                           _number(modelled.get("wait_s")))
         parts += part_misses(m._asdict(), modelled.to_dict(), float(m.step_time_s), tolerance)
         rows.append({"kind": "step", "strategy": m.strategy, "mode": m.mode, "ranks": m.ranks,
                      "bytes": m.bytes, "local_batch": m.local_batch, "other_load_cores": other,

@@ -257,6 +257,18 @@ def test_ranks_reaching_the_sync_apart_is_named_with_the_wait():
     assert step_parts(1.0e-3, 0.2e-3, 1.0e-3, 0.2e-3, sync_wait=0.05e-3) == []
 
 
+def test_a_wait_the_calibrated_skew_foresaw_is_no_cause():
+    from mpibench.results.compare import step_parts
+
+    # the modelled step holds a 0.4 ms wait: the measured 0.4 ms wait is no miss, nor is the local
+    # work (step less sync less the modelled wait) of a step whose sync holds that wait
+    foreseen = step_parts(1.6e-3, 0.6e-3, 1.6e-3, 0.2e-3, sync_wait=0.4e-3, modelled_wait=0.4e-3)
+    assert "arrival_skew" not in [code for code, _ in foreseen] and "local_work" not in [c for c, _ in foreseen]
+    # a wait well beyond the foreseen one is named with both figures
+    beyond = step_parts(1.6e-3, 0.6e-3, 1.6e-3, 0.2e-3, sync_wait=0.4e-3, modelled_wait=0.1e-3)
+    assert beyond[0][0] == "arrival_skew" and "0.4 ms" in beyond[0][1] and "0.1 ms" in beyond[0][1]
+
+
 @pytest.mark.parametrize("ranks, within", [(1, False), (2, True)])
 def test_a_one_rank_step_is_held_to_the_tighter_tolerance(ranks, within):
     import pandas as pd

@@ -54,20 +54,33 @@ def test_the_agreement_is_a_collective_of_its_own(p, expected):
     assert costmodel.agreement_s(_cal(), p) == pytest.approx(expected)
 
 
-def test_modelled_parts_take_the_beside_figures_and_the_measured_skew():
+def test_modelled_parts_take_the_beside_figures_and_the_calibrated_wait():
     beside = {"compute_s": 1e-3, "evidence_s": 2e-4, "check_s": 1e-5}
-    parts = costmodel.step_parts(_cal(), "ring", 2, 4096, beside, 3e-4)
+    cal = _cal(skew_per_work_s=0.25, one_rank_step_s={"64": 1.2e-3})
+    parts = costmodel.step_parts(cal, "ring", 2, 4096, beside, 64)
     assert list(parts) == list(costmodel.STEP_PARTS)
-    assert parts["compute_s"] == 1e-3 and parts["wait_s"] == 3e-4 and parts["commit_s"] == 20e-6
-    assert parts["reduction_s"] == pytest.approx(costmodel.sync_s(_cal(), "ring", 2, 4096))
-    assert costmodel.step_parts(_cal(), "ring", 1, 4096, beside, 3e-4)["wait_s"] == 0
-    assert costmodel.step_parts(_cal(), "ring", 2, 4096, beside, 3e-4, agrees=False)["commit_s"] == 0
+    assert parts["compute_s"] == 1e-3 and parts["commit_s"] == 20e-6
+    assert parts["wait_s"] == pytest.approx(0.25 * 1.2e-3)  # a quarter of the local step at batch 64
+    assert parts["reduction_s"] == pytest.approx(costmodel.sync_s(cal, "ring", 2, 4096))
+    assert costmodel.step_parts(cal, "ring", 1, 4096, beside, 64)["wait_s"] == 0
+    assert costmodel.step_parts(_cal(), "ring", 2, 4096, beside, 64)["wait_s"] == 0  # no skew calibrated
+    assert costmodel.step_parts(cal, "ring", 2, 4096, beside, 64, agrees=False)["commit_s"] == 0
     # the sync's local work (pack, apply) comes from the one-rank loop's sync less its collective
     cal = _cal(call_overhead_s=2e-6)
-    local = costmodel.step_parts(cal, "ring", 2, 4096, {**beside, "reduction_s": 12e-6}, 0.0)
+    local = costmodel.step_parts(cal, "ring", 2, 4096, {**beside, "reduction_s": 12e-6}, 64)
     assert local["reduction_s"] == pytest.approx(10e-6 + costmodel.sync_s(cal, "ring", 2, 4096))
-    assert costmodel.step_parts(cal, "ring", 1, 4096, {**beside, "reduction_s": 12e-6}, 0.0)["reduction_s"] == \
+    assert costmodel.step_parts(cal, "ring", 1, 4096, {**beside, "reduction_s": 12e-6}, 64)["reduction_s"] == \
         pytest.approx(12e-6)  # p = 1: the one-rank loop's own sync
+
+
+@pytest.mark.parametrize("p", [2, 4])
+@pytest.mark.parametrize("skew", [0.0, 0.1, 0.5])
+def test_the_modelled_step_waits_for_the_last_rank_by_the_calibrated_skew(p, skew):
+    cal = _cal(skew_per_work_s=skew, one_rank_step_s={"32": 2e-3})
+    without = costmodel.step_s(_cal(one_rank_step_s={"32": 2e-3}), "ring", p, 32, 4096)
+    assert costmodel.step_s(cal, "ring", p, 32, 4096) == pytest.approx(without + skew * 2e-3)
+    assert costmodel.step_s(cal, "ring", 1, 32, 4096) == costmodel.step_s(_cal(one_rank_step_s={"32": 2e-3}),
+                                                                           "ring", 1, 32, 4096)
 
 
 def test_each_parts_error_is_shown():

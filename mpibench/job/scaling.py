@@ -207,7 +207,7 @@ def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
         sync = costmodel.sync_s(point.in_step(), m["strategy"], m["ranks"], m["bytes"], options)
         beside = {k: m.get(f"one_rank_{k}") for k in BESIDE}
         # A point trains the fault-free scenario: its steps commit without an agreement.
-        parts = costmodel.step_parts(point, m["strategy"], m["ranks"], m["bytes"], beside, m.get("skew_s"),
+        parts = costmodel.step_parts(point, m["strategy"], m["ranks"], m["bytes"], beside, m["local_batch"],
                                      options, agrees=False)
         rows.append({**{k: m.get(k) for k in ("strategy", "mode", "ranks", "local_batch", "global_batch",
                                               "bytes", "one_rank_step_s", *BESIDE_PARTS)}, **parts,

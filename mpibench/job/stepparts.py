@@ -14,7 +14,8 @@ point (untimed), they split the step into:
   agreement beyond those two: the wait for the last rank;
 * ``skew_s``: what the measured parts predict for that wait: per step, the
   spread over the ranks of the work outside the collectives (compute +
-  evidence + check), the arrival skew the model otherwise assumes away.
+  evidence + check); the model's own wait comes from the calibrated arrival
+  skew instead (:func:`mpibench.results.costmodel.wait_s`).
 
 Each is the median over the point's steps after the warm-up.
 """
