@@ -39,7 +39,6 @@ class Calibration:
     ping_pong_bands: list = field(default_factory=list)  # (bytes, half round trip s) the bands were fitted to
     step_bands: list = field(default_factory=list)  # as ``bands``, fitted to ``exchange_step``
     step_band_split_bytes: int | None = None
-    skew_per_work_s: float = 0.0  # arrival skew of two ranks per second of local work (job.arrival)
 
     def in_step(self) -> "Calibration":
         """These figures with the after-compute alpha and beta, and their bands when calibrated

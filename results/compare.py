@@ -71,14 +71,14 @@ def step_parts(measured_step: float, measured_sync: float, modelled_step: float,
                tolerance: float = TOLERANCE, modelled_wait: float = 0.0) -> list[tuple[str, str]]:
     """Which part of a step missed: local work (step less sync: compute, loss statistics,
     bookkeeping) against the one-rank calibration, the gradient sync against its model, and
-    how far apart the ranks reached the sync (``sync_wait``) beyond the wait the calibrated
-    arrival skew gives (``modelled_wait``, a part of the modelled step)."""
+    how far apart the ranks reached the sync (``sync_wait``) beyond the wait the loops run
+    beside the point foresaw (``modelled_wait``, a part of the modelled step)."""
     found = []
     beyond = sync_wait - modelled_wait
     if beyond > 0 and measured_step > 0 and beyond / measured_step > tolerance / 2:
         found.append(("arrival_skew", f"ranks reach the sync apart: the first waits {sync_wait * 1e3:.3g} ms "
                                       f"per step for the last ({sync_wait / measured_step:.0%} of the step), "
-                                      f"against {modelled_wait * 1e3:.3g} ms from the calibrated arrival skew"))
+                                      f"against {modelled_wait * 1e3:.3g} ms foreseen by the loops beside the point"))
     local, local_model = measured_step - measured_sync, modelled_step - modelled_sync - modelled_wait
     if local > 0 and local_model > 0 and abs(local_model - local) / local > tolerance:
         found.append(("local_work", f"local work (step less sync) {local * 1e3:.3g} ms measured against "

@@ -157,23 +157,17 @@ def bandwidths_gbps(strategy: str, p: int, nbytes: float, time_s: float) -> tupl
 
 # ----------------------------------------------------------------------------- training step
 def step_s(cal: Calibration, strategy: str, p: int, local_batch: float, nbytes: float,
-           options: dict | None = None) -> float:
-    """Predicted time of one training step on ``p`` ranks."""
+           options: dict | None = None, wait_s: float = 0.0) -> float:
+    """Predicted time of one training step on ``p`` ranks; ``wait_s``: the wait for the
+    last rank to arrive at the sync, where one was measured beside the point (none at p = 1;
+    without one, the ranks are taken to arrive at once)."""
     cal = cal.in_step()  # messages in a step leave straight after computing
     loss_stats = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else cal.call_overhead_s
     # The step timer also covers the evidence gather to rank 0 (a small message per rank,
     # a tree of log2(p) latencies); on one rank it is inside the calibrated loop already.
     evidence = math.ceil(math.log2(p)) * cal.alpha_s if p > 1 else 0.0
     return (cal.local_step_s(local_batch, strategy) + sync_s(cal, strategy, p, nbytes, options)
-            + loss_stats + evidence + wait_s(cal, strategy, p, local_batch))
-
-
-def wait_s(cal: Calibration, strategy: str, p: int, local_batch: float) -> float:
-    """The wait for the last rank to arrive at the sync: the calibrated arrival skew per
-    second of local work (``skew_per_work_s``, two ranks) times this step's local work;
-    zero at p = 1. The same fraction is used at every p > 1 (the spread of more ranks is
-    not extrapolated)."""
-    return cal.skew_per_work_s * cal.local_step_s(local_batch, strategy) if p > 1 else 0.0
+            + loss_stats + evidence + (wait_s if p > 1 else 0.0))
 
 
 def agreement_s(cal: Calibration, p: int) -> float:
@@ -190,7 +184,7 @@ def agreement_s(cal: Calibration, p: int) -> float:
 STEP_PARTS = ("compute_s", "reduction_s", "commit_s", "evidence_s", "check_s", "wait_s")
 
 
-def step_parts(cal: Calibration, strategy: str, p: int, nbytes: float, beside: dict, local_batch: float,
+def step_parts(cal: Calibration, strategy: str, p: int, nbytes: float, beside: dict,
                options: dict | None = None, agrees: bool = True) -> dict:
     """The modelled step, part by part (seconds; ``STEP_PARTS``).
 
@@ -199,13 +193,15 @@ def step_parts(cal: Calibration, strategy: str, p: int, nbytes: float, beside: d
     the after-compute alpha and beta, plus the sync's local work (pack, apply) from the
     one-rank loop's sync less its one-rank collective (``beside["reduction_s"]``); commit: :func:`agreement_s` when the run ``agrees``
     on every commit (a fault schedule's recovery does; a fault-free run commits without a
-    protocol, so zero); wait for the last rank: :func:`wait_s` at ``local_batch``."""
+    protocol, so zero); wait for the last rank: the spread of the ranks' local work in
+    the one-rank loops run at once beside the point (``beside["wait_s"]``), zero at p = 1."""
     parts = {k: beside.get(k) for k in ("compute_s", "evidence_s", "check_s")}
     local = beside.get("reduction_s")
     local = max(float(local) - cal.call_overhead_s, 0.0) if local is not None and local == local else 0.0
     parts["reduction_s"] = local + sync_s(cal.in_step(), strategy, p, nbytes, options)
     parts["commit_s"] = agreement_s(cal, p) if agrees else 0.0
-    parts["wait_s"] = wait_s(cal, strategy, p, local_batch)
+    wait = beside.get("wait_s")
+    parts["wait_s"] = float(wait) if p > 1 and wait is not None and wait == wait else 0.0
     return {k: parts[k] for k in STEP_PARTS}
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mpibench.engine.steprecord import PART_NAMES
-from mpibench.job.stepparts import PART_COLUMNS, split
+from mpibench.job.stepparts import PART_COLUMNS, one_rank_parts, split
 from mpibench.results import costmodel
 from mpibench.results.calibration import Calibration
 from mpibench.results.compare import parts_text
@@ -54,33 +54,51 @@ def test_the_agreement_is_a_collective_of_its_own(p, expected):
     assert costmodel.agreement_s(_cal(), p) == pytest.approx(expected)
 
 
-def test_modelled_parts_take_the_beside_figures_and_the_calibrated_wait():
-    beside = {"compute_s": 1e-3, "evidence_s": 2e-4, "check_s": 1e-5}
-    cal = _cal(skew_per_work_s=0.25, one_rank_step_s={"64": 1.2e-3})
-    parts = costmodel.step_parts(cal, "ring", 2, 4096, beside, 64)
+def test_modelled_parts_take_the_beside_figures_and_the_beside_wait():
+    beside = {"compute_s": 1e-3, "evidence_s": 2e-4, "check_s": 1e-5, "wait_s": 3e-4}
+    parts = costmodel.step_parts(_cal(), "ring", 2, 4096, beside)
     assert list(parts) == list(costmodel.STEP_PARTS)
-    assert parts["compute_s"] == 1e-3 and parts["commit_s"] == 20e-6
-    assert parts["wait_s"] == pytest.approx(0.25 * 1.2e-3)  # a quarter of the local step at batch 64
-    assert parts["reduction_s"] == pytest.approx(costmodel.sync_s(cal, "ring", 2, 4096))
-    assert costmodel.step_parts(cal, "ring", 1, 4096, beside, 64)["wait_s"] == 0
-    assert costmodel.step_parts(_cal(), "ring", 2, 4096, beside, 64)["wait_s"] == 0  # no skew calibrated
-    assert costmodel.step_parts(cal, "ring", 2, 4096, beside, 64, agrees=False)["commit_s"] == 0
+    assert parts["compute_s"] == 1e-3 and parts["wait_s"] == 3e-4 and parts["commit_s"] == 20e-6
+    assert parts["reduction_s"] == pytest.approx(costmodel.sync_s(_cal(), "ring", 2, 4096))
+    assert costmodel.step_parts(_cal(), "ring", 1, 4096, beside)["wait_s"] == 0
+    for unknown in (None, float("nan")):  # no beside figure: the ranks are taken to arrive at once
+        assert costmodel.step_parts(_cal(), "ring", 2, 4096, {**beside, "wait_s": unknown})["wait_s"] == 0
+    assert costmodel.step_parts(_cal(), "ring", 2, 4096, beside, agrees=False)["commit_s"] == 0
     # the sync's local work (pack, apply) comes from the one-rank loop's sync less its collective
     cal = _cal(call_overhead_s=2e-6)
-    local = costmodel.step_parts(cal, "ring", 2, 4096, {**beside, "reduction_s": 12e-6}, 64)
+    local = costmodel.step_parts(cal, "ring", 2, 4096, {**beside, "reduction_s": 12e-6})
     assert local["reduction_s"] == pytest.approx(10e-6 + costmodel.sync_s(cal, "ring", 2, 4096))
-    assert costmodel.step_parts(cal, "ring", 1, 4096, {**beside, "reduction_s": 12e-6}, 64)["reduction_s"] == \
+    assert costmodel.step_parts(cal, "ring", 1, 4096, {**beside, "reduction_s": 12e-6})["reduction_s"] == \
         pytest.approx(12e-6)  # p = 1: the one-rank loop's own sync
 
 
 @pytest.mark.parametrize("p", [2, 4])
-@pytest.mark.parametrize("skew", [0.0, 0.1, 0.5])
-def test_the_modelled_step_waits_for_the_last_rank_by_the_calibrated_skew(p, skew):
-    cal = _cal(skew_per_work_s=skew, one_rank_step_s={"32": 2e-3})
-    without = costmodel.step_s(_cal(one_rank_step_s={"32": 2e-3}), "ring", p, 32, 4096)
-    assert costmodel.step_s(cal, "ring", p, 32, 4096) == pytest.approx(without + skew * 2e-3)
-    assert costmodel.step_s(cal, "ring", 1, 32, 4096) == costmodel.step_s(_cal(one_rank_step_s={"32": 2e-3}),
-                                                                           "ring", 1, 32, 4096)
+@pytest.mark.parametrize("wait", [0.0, 1e-4, 1e-3])
+def test_the_modelled_step_holds_the_wait_it_is_given_above_one_rank(p, wait):
+    cal = _cal(one_rank_step_s={"32": 2e-3})
+    assert costmodel.step_s(cal, "ring", p, 32, 4096, wait_s=wait) == \
+        pytest.approx(costmodel.step_s(cal, "ring", p, 32, 4096) + wait)
+    assert costmodel.step_s(cal, "ring", 1, 32, 4096, wait_s=wait) == costmodel.step_s(cal, "ring", 1, 32, 4096)
+
+
+def _loop_rows(busy_per_step):
+    """One-rank loop rows (PART_NAMES order) whose compute is ``busy_per_step`` and the rest small."""
+    return [[b, 1e-5, 0.0, 0.0, 0.0] for b in busy_per_step]
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_the_beside_wait_is_the_spread_of_the_loops_run_at_once(ranks):
+    tables = [_loop_rows([1e-3 + 1e-4 * r] * 6) for r in range(ranks)]  # rank r a tenth of a ms slower per step
+    parts = one_rank_parts(tables, 0)
+    assert parts["compute_s"] == pytest.approx(1e-3)  # the first rank's
+    assert parts["wait_s"] == pytest.approx(1e-4 * (ranks - 1))
+    assert one_rank_parts([], 0) == {} and one_rank_parts([[]], 0) == {}
+
+
+def test_the_beside_wait_is_taken_step_by_step_not_from_the_medians():
+    # The same times in another order: per step the two loops are 0.4 ms apart though their medians agree.
+    first, second = [1.0e-3, 1.4e-3] * 4, [1.4e-3, 1.0e-3] * 4
+    assert one_rank_parts([_loop_rows(first), _loop_rows(second)], 0)["wait_s"] == pytest.approx(0.4e-3)
 
 
 def test_each_parts_error_is_shown():

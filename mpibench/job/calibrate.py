@@ -14,9 +14,6 @@ Each figure is stored with a sentence saying how it was measured (``HOW``):
   backward pass, pack the step buffer, apply the update) at two batch sizes,
   fitted to ``fixed + per_sample * b``; the software cost of one collective
   call on a one-rank communicator; and the worker loop's own per-step cost;
-* arrival skew: ranks 0 and 1 start the same local step together and time it; the
-  median difference over the median time, the wait for the last rank per second of
-  local work (:mod:`.arrival`);
 * the CPUs the ranks of the busiest host may use together versus its ranks, and how many cores
   other processes kept busy while all this was measured.
 
@@ -36,7 +33,6 @@ from mpibench.sync.comm import Comm
 
 from .calibrate_bands import MORE_HOW, more_figures
 from .hostload import HostLoad, busiest, host_cores
-from .arrival import skew_per_work_s
 from .exchange import EXCHANGE_SIZES_BYTES, EXCHANGE_SPLITS_BYTES, exchange
 from .pingpong import PING_SIZES_BYTES, ping_pong
 from .timing import blas_one_thread, fit_alpha_beta, fit_bands, fit_line, idle_until_released
@@ -198,9 +194,7 @@ def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibr
     load = HostLoad(world)
     pings = ping_pong(world)
     with blas_one_thread():
-        work = local_step(config, config.batch_size)
-        step_exchanges = exchange(world, work)
-        skew = skew_per_work_s(world, work)
+        step_exchanges = exchange(world, local_step(config, config.batch_size))
     local = local_figures(run, config, batches, strategies) if world.Get_rank() == 0 else None
     idle_until_released(world)  # the others sleep while rank 0 measures alone
     gamma_cache, gamma_memory, fixed, per_sample, overhead, loop, (one_rank, by_strategy) = world.bcast(local, root=0)
@@ -218,7 +212,7 @@ def calibrate(world: MPI.Comm, run, config, batches=(), strategies=()) -> Calibr
         cores=crowd.cores, ranks_on_host=crowd.ranks, ranks=world.Get_size(),
         shapes={"features": config.features, "hidden": config.hidden, "classes": config.classes},
         alpha_step_s=alpha_step, beta_step_s_per_byte=beta_step, other_load_cores=other_cores,
-        step_bands=step_bands, step_band_split_bytes=step_split, skew_per_work_s=skew,
+        step_bands=step_bands, step_band_split_bytes=step_split,
         how=HOW, ping_pong=[list(p) for p in pings], exchange_step=[list(p) for p in step_exchanges])
 
 
@@ -281,8 +275,6 @@ HOW = {
     "loop_overhead_s": f"the worker loop (mpibench.job.runner.run_scenario) on MPI.COMM_SELF, batch {LOOP_BATCH}, "
                        f"{LOOP_STEPS} steps: median step time after {LOOP_WARMUP} less the local step of that "
                        "batch and two collective call overheads",
-    "skew_per_work_s": "ranks 0 and 1 start the job's local step together, 40 times, each timing its own "
-                       "(mpibench.job.arrival): the median difference of their times over the median time",
     "one_rank_step_s": "per local batch, the median over strategies of one_rank_step_by_strategy_s",
     "one_rank_step_by_strategy_s": f"per strategy and local batch: the worker loop on MPI.COMM_SELF (rank 0 "
                                    f"alone, BLAS on one thread), {LOOP_STEPS} steps, median step time after "

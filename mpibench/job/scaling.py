@@ -137,7 +137,10 @@ def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = LOOP_RE
         with blas_one_thread():
             seconds = one_rank_step_s(run, config, config.batch_size, config.strategy, repeats, parts=rows)
     idle_until_released(world)
-    return (seconds, one_rank_parts(rows, 0)) if world.Get_rank() == 0 else (None, {})
+    tables = world.gather(rows if world.Get_rank() < p else None, root=0)  # untimed: the loops are done
+    if world.Get_rank() != 0:
+        return None, {}
+    return seconds, one_rank_parts([t for t in tables if t is not None], 0)
 
 
 def _spread(per_rank: list) -> float | None:
@@ -203,12 +206,12 @@ def modelled(cal, measured_rows: list[dict], options: dict) -> list[dict]:
         if m["tag"] != "measured":
             continue
         point = cal.with_one_rank_step(m["strategy"], m["local_batch"], m.get("one_rank_step_s"))
-        predicted = costmodel.step_s(point, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options)
         sync = costmodel.sync_s(point.in_step(), m["strategy"], m["ranks"], m["bytes"], options)
         beside = {k: m.get(f"one_rank_{k}") for k in BESIDE}
         # A point trains the fault-free scenario: its steps commit without an agreement.
-        parts = costmodel.step_parts(point, m["strategy"], m["ranks"], m["bytes"], beside, m["local_batch"],
-                                     options, agrees=False)
+        parts = costmodel.step_parts(point, m["strategy"], m["ranks"], m["bytes"], beside, options, agrees=False)
+        predicted = costmodel.step_s(point, m["strategy"], m["ranks"], m["local_batch"], m["bytes"], options,
+                                     wait_s=parts["wait_s"])
         rows.append({**{k: m.get(k) for k in ("strategy", "mode", "ranks", "local_batch", "global_batch",
                                               "bytes", "one_rank_step_s", *BESIDE_PARTS)}, **parts,
                      "steps": "", "step_time_s": predicted, "step_time_p90_s": "", "sync_time_s": sync,

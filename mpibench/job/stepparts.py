@@ -14,8 +14,8 @@ point (untimed), they split the step into:
   agreement beyond those two: the wait for the last rank;
 * ``skew_s``: what the measured parts predict for that wait: per step, the
   spread over the ranks of the work outside the collectives (compute +
-  evidence + check); the model's own wait comes from the calibrated arrival
-  skew instead (:func:`mpibench.results.costmodel.wait_s`).
+  evidence + check); the model's own wait comes from the one-rank loops run at
+  once beside the point instead (:func:`one_rank_parts`).
 
 Each is the median over the point's steps after the warm-up.
 """
@@ -53,14 +53,21 @@ def split(tables: list, warmup: int) -> dict:
             "skew_s": _median(busy.max(axis=0) - busy.min(axis=0))}
 
 
-BESIDE = ("compute_s", "reduction_s", "evidence_s", "check_s")
+BESIDE = ("compute_s", "reduction_s", "evidence_s", "check_s", "wait_s")
 
 
-def one_rank_parts(rows: list, warmup: int) -> dict:
-    """The one-rank loop's own parts, medians after the warm-up: compute, evidence, check,
-    and its sync (pack, a one-rank collective, apply: the reduction's local work)."""
-    parts = split([rows], warmup)
-    return {k: parts[k] for k in BESIDE} if parts else {}
+def one_rank_parts(tables: list, warmup: int) -> dict:
+    """The one-rank loops' own parts, medians after the warm-up. ``tables``: per rank, the
+    rows of its one-rank loop, the loops run at once, the first rank's first. Compute,
+    evidence, check and the sync (pack, a one-rank collective, apply: the reduction's local
+    work) are the first rank's; ``wait_s`` is what the ranks' loops predict for the wait for
+    the last rank: per step, the longest less the shortest local work (compute + evidence
+    + check) over the ranks, the steps of each loop taken in order (zero for one rank)."""
+    if not tables or not tables[0]:
+        return {}
+    own = split([tables[0]], warmup)
+    spread = split(tables, warmup).get("skew_s", 0.0)
+    return {**{k: own[k] for k in BESIDE if k != "wait_s"}, "wait_s": spread}
 
 
 def _median(values) -> float:

@@ -58,8 +58,7 @@ def _model_cal(plat: Platform, cal: dict, p: int):
     return replace(c, alpha_s=plat.net_latency_s if p > plat.ranks_per_node else plat.node_latency_s,
                    beta_s_per_byte=1 / (plat.net_bytes_per_s if p > plat.ranks_per_node else plat.node_bytes_per_s),
                    gamma_cache_s_per_byte=1 / plat.gamma_bytes_per_s, gamma_memory_s_per_byte=1 / plat.gamma_bytes_per_s,
-                   alpha_step_s=0.0, beta_step_s_per_byte=0.0, ranks=p,
-                   skew_per_work_s=0.0)  # this host's arrival skew is no part of the described platform
+                   alpha_step_s=0.0, beta_step_s_per_byte=0.0, ranks=p)
 
 
 def _modelled(mc, strategy: str, p: int, nbytes: int, local_batch: int, per_node: int) -> tuple:
