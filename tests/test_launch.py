@@ -124,8 +124,10 @@ def test_drivers_that_cannot_launch_say_could_not_run_with_exit_3(tmp_path, comm
     assert not (tmp_path / "sw").exists()  # the sweep made no folder it could not fill
 
 
-def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path):
+def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path, monkeypatch):
     import io
+
+    monkeypatch.setattr(launch, "LAUNCH_RETRY_PAUSES_S", (0.0, 0.0))  # "false" never starts, however long the pause
 
     from mpibench.drive.selftest import run_selftest
 

@@ -6,7 +6,14 @@ import sys
 
 import pytest
 
+import mpirun
 from mpirun import launcher_never_started, run_command
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch):
+    """The stand-in fails at once; the helper's real pauses (2 s, 6 s) would only be waited out."""
+    monkeypatch.setattr(mpirun, "LAUNCHER_RETRY_PAUSES_S", (0.0, 0.0))
 
 
 def flaky_launcher(tmp_path, fail_times: int, message: str) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 
 from mpirun import mpi_env, mpirun_command
 from mpibench.drive.cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, judge
+from mpibench.drive import launch as launch_module
 from mpibench.drive.launch import JobResult, run_job_again_if_unstarted
 from mpibench.base.records import SWEEP_COLUMNS
 from mpibench.drive.sweep import SweepPlan, SweepSettings, run_sweep, summary_text
@@ -40,7 +41,8 @@ def fake_launcher(tmp_path, body: str) -> list[str]:
     ("echo 'rank 1 fell over: segfault' >&2; exit 139", CRASH, "exit 139, twice"),
     ("echo 'waiting forever' >&2; exec sleep 30", HANG, "hung"),
 ])
-def test_broken_jobs_are_findings_with_their_stderr(tmp_path, body, outcome, needle):
+def test_broken_jobs_are_findings_with_their_stderr(tmp_path, body, outcome, needle, monkeypatch):
+    monkeypatch.setattr(launch_module, "LAUNCH_RETRY_PAUSES_S", (0.0, 0.0))  # a stand-in: no pause helps it
     settings = SweepSettings(tmp_path / "out", fake_launcher(tmp_path, body), jobs=2, case_deadline_s=2)
     outcomes = run_sweep(SweepPlan(2, (2, 3), ("ring",), 4).cases(), settings, stream=open(os.devnull, "w"))
     assert [o.outcome for o in outcomes] == [outcome] * 4
@@ -55,9 +57,11 @@ def test_broken_jobs_are_findings_with_their_stderr(tmp_path, body, outcome, nee
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("cases_per_launch", [1, 4])
-def test_a_launcher_that_fails_before_starting_is_tried_again_not_blamed_on_the_case(tmp_path, cases_per_launch):
+def test_a_launcher_that_fails_before_starting_is_tried_again_not_blamed_on_the_case(tmp_path, cases_per_launch,
+                                                                                     monkeypatch):
     """Every launch fails once before anything starts (as a launcher whose PMIx listener could
     not start does), then runs: each case is judged on the second launch, and ok."""
+    monkeypatch.setattr(launch_module, "LAUNCH_RETRY_PAUSES_S", (0.0, 2.0))  # the stand-in's failure is at once
     real = shlex.join(mpirun_command())
     seen = tmp_path / "seen"
     seen.mkdir()
