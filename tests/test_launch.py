@@ -182,3 +182,22 @@ def test_a_pasted_command_carries_open_mpis_root_permission_only_where_it_is_nee
     assert text.startswith(root_words) == wanted, text
     words = text.split()
     assert words[words.index(str(folder / "mpirun")) + 1] == "--oversubscribe", text
+
+
+@pytest.mark.parametrize("given, pauses, said", [
+    (None, (2.0, 6.0), False),
+    ("0 0", (0.0, 0.0), False),
+    ("1", (1.0,), False),
+    ("2,6", (2.0, 6.0), True),   # not seconds separated by spaces: one line, the default kept
+    ("-1 3", (2.0, 6.0), True),
+])
+def test_the_retry_pauses_come_from_the_environment_or_the_default(monkeypatch, capsys, given, pauses, said):
+    from mpibench.base.launchflags import launch_retry_pauses_s
+
+    if given is None:
+        monkeypatch.delenv("MPIBENCH_LAUNCH_RETRY_PAUSES_S", raising=False)
+    else:
+        monkeypatch.setenv("MPIBENCH_LAUNCH_RETRY_PAUSES_S", given)
+    assert launch_retry_pauses_s() == pauses
+    err = capsys.readouterr().err
+    assert (err.count("\n") == 1 and "MPIBENCH_LAUNCH_RETRY_PAUSES_S" in err) if said else err == ""

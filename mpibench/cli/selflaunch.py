@@ -29,7 +29,7 @@ STOP_GRACE_S = 10.0
 # A launcher can fail before it starts anything (Open MPI: "The PMIx server's listener
 # thread failed to start", exit 213, seen under load); that says nothing about the job,
 # so such a launch is tried again after a pause, and once more after a longer one
-# (drive/launch.py's LAUNCH_RETRY_PAUSES_S). A status of the job's own (0-4) or a job
+# (base/launchflags.py's LAUNCH_RETRY_PAUSES_S). A status of the job's own (0-4) or a job
 # that made its folder is never retried.
 MTIME_SLACK_S = 1.0  # file times lag the clock by a tick; a run.json from 1 s before the launch is not this job's
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpibench.base.launchflags import LAUNCH_RETRY_PAUSES_S, LAUNCHER_NEVER_STARTED
 from mpibench.base.launchflags import OPEN_MPI_FLAGS  # what `make run` passes to the embedded Open MPI 5
 from mpibench.base.launch_command import command, command_text, driver_launch
 
@@ -75,15 +76,10 @@ def is_open_mpi(exe: str) -> bool:
     return "Open MPI" in text or "prte" in text.lower()
 
 
-# Open MPI's words when its launcher failed before starting any rank for a reason
-# that passes (PMIx's listener under heavy load); preflight tries such a launch again.
-NEVER_STARTED = "listener thread failed to start"
-
-
 def preflight(mpiexec: str | None, ranks: int, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> list[str]:
     """Start ``ranks`` trivial MPI processes with the launcher; LaunchError if that fails.
 
-    A trial that failed with :data:`NEVER_STARTED` is tried up to twice more
+    A trial that failed with Open MPI's :data:`LAUNCHER_NEVER_STARTED` is tried up to twice more
     (:data:`LAUNCH_RETRY_PAUSES_S`); any other failure is reported at once."""
     argv = launcher_argv(mpiexec)
     if not argv or (shutil.which(argv[0]) is None and not os.access(argv[0], os.X_OK)):
@@ -91,7 +87,7 @@ def preflight(mpiexec: str | None, ranks: int, timeout_s: float = PREFLIGHT_TIME
                           "('make venv') or give --mpiexec / MPIBENCH_MPIEXEC")
     code, output = _trial(argv, ranks, timeout_s)
     for pause_s in LAUNCH_RETRY_PAUSES_S:
-        if code == 0 or NEVER_STARTED not in output:
+        if code == 0 or LAUNCHER_NEVER_STARTED not in output:
             break
         time.sleep(pause_s)
         code, output = _trial(argv, ranks, timeout_s)
@@ -204,9 +200,7 @@ def run_job(cmd: list[str], log_dir: Path, deadline_s: float, stalled=None, run_
 # listener thread failed to start", exit 213, under heavy load) says nothing about
 # the case it was given. Such a launch is tried up to twice more, after a short
 # pause and then a longer one (the failure was seen twice in a row on a busy host);
-# a third failure is reported as it is. MPIBENCH_LAUNCH_RETRY_PAUSES_S ("2 6")
-# sets the pauses (tests shorten them).
-LAUNCH_RETRY_PAUSES_S = tuple(float(v) for v in os.environ.get("MPIBENCH_LAUNCH_RETRY_PAUSES_S", "2 6").split())
+# a third failure is reported as it is (the pauses: base.launchflags.LAUNCH_RETRY_PAUSES_S).
 EARLIER_TRIES = ("first-launch", "second-launch")  # where each failed try's output is kept
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from mpi4py import MPI
 
 from mpibench.base.config import launcher_argv
+from mpibench.base.launchflags import LAUNCHER_NEVER_STARTED
 from mpibench.base.mpi_settings import injected
 from mpibench.job.hostload import cpus_of_first_host
 from mpibench.job.timing import idle_until_released
@@ -36,7 +37,6 @@ from .rounds import RoundTimes
 ANCHOR = "anchor"
 LAUNCH_TIMEOUT_S = 600.0
 RETRY_PAUSES_S = (2.0, 6.0)  # before the second try (any failure), the third (never started)
-LAUNCHER_NEVER_STARTED = "listener thread failed to start"
 NOT_CHECKED = "independent tool, its own job: results checked by the tool, not by mpibench"
 # What a launcher puts in its ranks' environment; a nested launch must not inherit it.
 _LAUNCHER_PREFIXES = ("PMIX_", "PRTE_", "OPAL_", "PMI_", "HYDRA_", "HYDI_", "OMPI_")
