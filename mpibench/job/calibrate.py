@@ -59,14 +59,20 @@ def reduction_s_per_byte(nbytes: int, repeats: int = 0) -> float:
 # ----------------------------------------------------------------------------- compute
 def local_step_s(config, batch: int, repeats: int = 30) -> float:
     """Median time of one worker's local work in a step at local batch ``batch``."""
-    work = local_step(config, batch)
-    times = np.empty(repeats)
-    for i in range(-3, repeats):
-        start = time.perf_counter()
-        work()
-        if i >= 0:
-            times[i] = time.perf_counter() - start
-    return float(np.median(times))
+    return float(medians_in_turns([local_step(config, batch)], repeats)[0])
+
+
+def medians_in_turns(works, repeats: int, warmup: int = 3) -> np.ndarray:
+    """Each of ``works``' median time over ``repeats`` calls, the works taking turns, one
+    call each, after ``warmup`` untimed turns: a change in the host's speed hits them alike."""
+    times = np.empty((len(works), repeats))
+    for i in range(-warmup, repeats):
+        for j, work in enumerate(works):
+            start = time.perf_counter()
+            work()
+            if i >= 0:
+                times[j, i] = time.perf_counter() - start
+    return np.median(times, axis=1)
 
 
 def local_step(config, batch: int):
@@ -111,15 +117,7 @@ def compute_fit(config, batches=(8, 256), repeats: int = 30) -> tuple[float, flo
     The sizes take turns, one step each, and each keeps the median of its own
     steps: timed one after the other, a change in the host's load between the
     two blocks was seen to make the small batch the slower and the slope zero."""
-    works = [local_step(config, b) for b in batches]
-    times = np.empty((len(batches), repeats))
-    for i in range(-3, repeats):
-        for j, work in enumerate(works):
-            start = time.perf_counter()
-            work()
-            if i >= 0:
-                times[j, i] = time.perf_counter() - start
-    return fit_line(batches, np.median(times, axis=1))
+    return fit_line(batches, medians_in_turns([local_step(config, b) for b in batches], repeats))
 
 
 # ----------------------------------------------------------------------------- all of it
