@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from mpirun import mpi_env, mpirun_command
+from mpirun import mpirun_command, run_command
 from mpibench.drive.cases import CRASH, HANG, NO_VERDICT, OK, VIOLATION, judge
 from mpibench.drive import launch as launch_module
 from mpibench.drive.launch import JobResult, run_job_again_if_unstarted
@@ -149,8 +149,7 @@ def test_a_violation_is_shrunk_and_the_minimal_command_still_fails(tmp_path):
     assert f"original: {outcome.replay}" in text and f"minimal:  {outcome.minimal}" in text
     args = shlex.split(outcome.minimal)
     assert int(args[args.index("--steps") + 1]) < 8
-    again = subprocess.run(["env", *args], env=mpi_env(), capture_output=True, text=True, timeout=60,
-                           start_new_session=True)
+    again = run_command(["env", *args], timeout=60)  # tried again if its launcher never started
     assert again.returncode == 1 and "equivalence" in again.stdout
     sweep = pd.read_csv(tmp_path / "sweep.csv", keep_default_na=False)
     assert sweep.minimal_replay[0] == outcome.minimal
