@@ -55,8 +55,7 @@ EXTERNAL = ("make:", "mpirun", "No such option", "verdict: unknown", "NOT JUDGED
 
 def source_text() -> str:
     """The package's source and the Makefile, with string literals continued on the next line joined up."""
-    text = "\n".join(path.read_text() for folder in ("mpibench", "kernels", "faults", "results")
-                     for path in (ROOT / folder).rglob("*.py")) + (ROOT / "Makefile").read_text()
+    text = "\n".join(path.read_text() for path in (ROOT / "mpibench").rglob("*.py")) + (ROOT / "Makefile").read_text()
     return re.sub(r"\"\s*\n\s*f?\"", "", text)
 
 

@@ -10,7 +10,7 @@ from mpibench.base.config import RunConfig
 from mpibench.job.continuation import BetweenScenarios, MainJob, MainJobAt, SingleRun
 from mpibench.engine.data import Cursor
 
-FAULTS = Path(__file__).resolve().parent.parent / "faults"
+FAULTS = Path(__file__).resolve().parent.parent / "mpibench" / "faults"
 JOB_LAYER = ("mpibench.job", "mpibench.drive", "mpibench.cli")  # and every module inside them
 
 

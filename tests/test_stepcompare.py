@@ -1,4 +1,4 @@
-"""The step's measured-against-modelled comparison over run folders (results/stepcompare.py)."""
+"""The step's measured-against-modelled comparison over run folders (mpibench/results/stepcompare.py)."""
 from __future__ import annotations
 
 import subprocess

@@ -254,7 +254,7 @@ def tree_s(plat: Platform, p: int, nbytes: float = 64.0) -> float:
 
 
 def recovery_s(plat: Platform, strategy: str, p: int, nbytes: float, notice_s: float) -> float:
-    """A death and its recovery, as mpibench's protocol does it (faults/recovery.py): the failure
+    """A death and its recovery, as mpibench's protocol does it (mpibench/faults/recovery.py): the failure
     notice, revoke, the failed attempt's commit agreement, then one recovery round (agree,
     shrink and its id gather, the reports' gather, agree, the new data communicator's split
     and settle barrier, agree), then the redone step's synchronisation on p - 1 ranks."""

@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-SOURCE_ROOT = Path(__file__).resolve().parents[1]
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 LEDGER = SOURCE_ROOT / "FINDINGS.toml"
 FIELDS = ("id", "title", "area", "found_by", "replay", "status", "where")
 STATUSES = ("open", "worked around", "fixed")

@@ -34,7 +34,7 @@ def section(out_dir: str) -> str:
 
 
 # The round model beside SMPI (benchmarks/smpi_crosscheck.py), from the repository's docs/measured.
-CROSSCHECK_CSV = Path(__file__).resolve().parents[2] / "docs" / "measured" / "smpi_crosscheck.csv"
+CROSSCHECK_CSV = Path(__file__).resolve().parents[3] / "docs" / "measured" / "smpi_crosscheck.csv"
 
 
 def _crosscheck(path: Path) -> str:
