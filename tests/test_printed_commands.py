@@ -269,7 +269,7 @@ def test_selftest_replays_paste(tmp_path, other_python, way):
 
 def ledger_commands() -> list[str]:
     """The commands the page's table of known defects (FINDINGS.toml) shows."""
-    from results.page.findings import ledger_table
+    from mpibench.results.page.findings import ledger_table
 
     return [html.unescape(code) for code in re.findall(r"<code>(.*?)</code>", ledger_table(), re.S)]
 
