@@ -25,6 +25,8 @@ SOURCES = {"mpibench": "mpibench"}
 # communicator wrapper that injects it, and the recovery that drives the worker loop.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("mpibench.base",)),
+    # real models' gradient tensors and the frameworks' bucketing, as data: no MPI, no arrays
+    ("profiles", ("mpibench.profiles",)),
     # the simulated MPI library and its clock: stand-ins for mpi4py, importing nothing of production
     ("simulated MPI", ("mpibench.sim.scheduler", "mpibench.sim.network", "mpibench.sim.p2p", "mpibench.sim.world",
                        "mpibench.sim.collectives", "mpibench.sim.mpi", "mpibench.sim.handles",

@@ -193,12 +193,30 @@ def selftest(jobs, mpiexec, strategy, **kw):
 @click.option("--placement", type=click.Choice(["block", "cyclic"]), default=None,
               help="ranks onto nodes: block (rank order) or cyclic (dealt round the nodes) [the platform's]")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="table only: also write the rows to this CSV")
-def predict(run_dir, platform, ranks, sizes, strategies, placement, out):
+@click.option("--profile", "profile_name", default=None,
+              help="instead: a real model's step with DDP-style buckets synchronised during its backward pass "
+                   "(resnet50, bert-large, gpt2, gpt2-medium, llama7b-tp8, or a profile .toml): compute, sync, "
+                   "exposed sync and scaling efficiency per strategy at --ranks [8,64,512,4096]")
+@click.option("--bucket-policy", type=click.Choice(["ddp", "horovod", "none"]), default="ddp", show_default=True,
+              help="with --profile: DDP's buckets (25 MiB, first 1 MiB, reverse order), Horovod's fusion "
+                   "(128 MiB, 1 ms cycles), or none (one sync after the backward pass)")
+@click.option("--local-batch", type=int, default=32, show_default=True, help="with --profile: samples per rank")
+@click.option("--flops-per-s", type=float, default=None,
+              help="with --profile: each rank's compute rate [default: this host's float32 matmul rate]")
+def predict(run_dir, platform, ranks, sizes, strategies, placement, out, profile_name, bucket_policy, local_batch,
+            flops_per_s):
     """Simulated figures at scale. With RUN_DIR: p = 8 ... 4096 on a platform beside the analytic model,
     and p = 2 simulated beside the run's measured step times (simulated.csv, tagged; then 'report').
     Without: a table of every strategy's all-reduce time for --ranks x --sizes (tagged simulated)."""
-    from mpibench.sim.cli_entry import predict_command, predict_table_command
+    from mpibench.sim.cli_entry import predict_command, predict_profile_command, predict_table_command
 
+    if profile_name is not None:
+        if run_dir is not None or sizes:
+            raise UsageError("predict --profile takes neither RUN_DIR nor --sizes (the profile's buckets are the sizes)")
+        if out and Path(out).exists():
+            raise UsageError(f"--out {out} already exists; name a new file")
+        sys.exit(predict_profile_command(profile_name, platform, ranks, strategies, bucket_policy, local_batch,
+                                         flops_per_s, placement, out))
     if run_dir is None:
         sys.exit(predict_table_command(platform, ranks, sizes, strategies, placement, out))
     if strategies or out:

@@ -119,3 +119,66 @@ def simulated_main_job(make_config, make_request, ranks: int, platform: str | No
           "simulator)", flush=True)
     status, _ = simulate_job(lambda: main_job(config, request, plan_sweep), ranks, settings)
     return status
+
+
+def host_flops_per_s(n: int = 512, repeats: int = 5) -> float:
+    """This host's float32 matrix-multiply rate: the median of a few timed products."""
+    import statistics
+    import time
+
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    out = np.empty_like(a)
+    np.matmul(a, a, out=out)  # warm: the first product pays for loading the BLAS
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.matmul(a, a, out=out)
+        times.append(time.perf_counter() - start)
+    return 2.0 * n ** 3 / statistics.median(times)
+
+
+def predict_profile_command(name: str, platform: str | None, ranks: str | None, strategies: str | None,
+                            policy: str, local_batch: int, flops_per_s: float | None, placement: str | None,
+                            out: str | None) -> int:
+    """``predict --profile NAME``: a real model's overlapped step at 8 ... 4096 ranks per strategy."""
+    import csv
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from mpibench.profiles import ProfileError, profile
+
+    from .overlap import predict_step
+    from .table import TABLE_STRATEGIES, parse_counts
+
+    try:
+        model = profile(name)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    if local_batch < 1:
+        raise UsageError(f"--local-batch must be at least 1, got {local_batch}")
+    if flops_per_s is not None and not flops_per_s > 0:
+        raise UsageError(f"--flops-per-s must be positive, got {flops_per_s}")
+    plat = _platform(platform, placement)
+    rate, where = (flops_per_s, "as given") if flops_per_s else (host_flops_per_s(), "measured on this host")
+    names = tuple(s.strip() for s in strategies.split(",") if s.strip()) if strategies else TABLE_STRATEGIES
+    counts = parse_counts(ranks or "8,64,512,4096", "--ranks")
+    print(f"profile: {model.name} ({model.parameters:,} parameters, {model.nbytes / 2**20:.1f} MiB of gradients; "
+          f"{model.source}); local batch {local_batch} x {model.sample}")
+    print(f"compute: {rate / 1e12:.3g} TFLOP/s ({where}); buckets: {policy}; platform: {plat.name} [simulated]")
+    rows = [predict_step(plat, model, s, p, policy, local_batch, rate) for s in names for p in counts]
+    print(f"{'strategy':<13}{'ranks':>7}{'buckets':>9}{'compute_s':>12}{'sync_s':>12}{'exposed_s':>12}"
+          f"{'step_s':>12}{'efficiency':>11}")
+    for r in rows:
+        print(f"{r.strategy:<13}{r.ranks:>7}{r.buckets:>9}{r.compute_s:>12.4g}{r.sync_s:>12.4g}{r.exposed_s:>12.4g}"
+              f"{r.step_s:>12.4g}{r.efficiency:>11.3f}")
+    if out:
+        path = Path(out)
+        with open(path, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=["figure", "profile", *asdict(rows[0]), "flops_per_s"])
+            writer.writeheader()
+            for r in rows:
+                writer.writerow({"figure": "simulated", "profile": model.name, **asdict(r), "flops_per_s": rate})
+        print(f"predict: {len(rows)} rows [simulated] -> {path}")
+    return 0
