@@ -203,8 +203,11 @@ def selftest(jobs, mpiexec, strategy, **kw):
 @click.option("--local-batch", type=int, default=32, show_default=True, help="with --profile: samples per rank")
 @click.option("--flops-per-s", type=float, default=None,
               help="with --profile: each rank's compute rate [default: this host's float32 matmul rate]")
+@click.option("--reduction-compute/--no-reduction-compute", default=True, show_default=True,
+              help="table and --profile: charge each algorithm's local reduction (off: the messages alone, "
+                   "as SMPI with smpi/simulate-computation:no)")
 def predict(run_dir, platform, ranks, sizes, strategies, placement, out, profile_name, bucket_policy, local_batch,
-            flops_per_s):
+            flops_per_s, reduction_compute):
     """Simulated figures at scale. With RUN_DIR: p = 8 ... 4096 on a platform beside the analytic model,
     and p = 2 simulated beside the run's measured step times (simulated.csv, tagged; then 'report').
     Without: a table of every strategy's all-reduce time for --ranks x --sizes (tagged simulated)."""
@@ -216,9 +219,9 @@ def predict(run_dir, platform, ranks, sizes, strategies, placement, out, profile
         if out and Path(out).exists():
             raise UsageError(f"--out {out} already exists; name a new file")
         sys.exit(predict_profile_command(profile_name, platform, ranks, strategies, bucket_policy, local_batch,
-                                         flops_per_s, placement, out))
+                                         flops_per_s, placement, out, reduction_compute))
     if run_dir is None:
-        sys.exit(predict_table_command(platform, ranks, sizes, strategies, placement, out))
-    if strategies or out:
-        raise UsageError("predict: --strategies and --out are for the table (no RUN_DIR)")
+        sys.exit(predict_table_command(platform, ranks, sizes, strategies, placement, out, reduction_compute))
+    if strategies or out or not reduction_compute:
+        raise UsageError("predict: --strategies, --out and --no-reduction-compute are for the table (no RUN_DIR)")
     sys.exit(predict_command(run_dir, platform, ranks, sizes, placement))

@@ -34,13 +34,14 @@ def simulated_run(install_mutant, make_config, make_request, ranks: int, platfor
     return status
 
 
-def _platform(platform: str | None, placement: str | None):
+def _platform(platform: str | None, placement: str | None, reduction_compute: bool = True):
     from dataclasses import replace
 
     from .platform import CLUSTER_100G, load_platform
 
     plat = load_platform(platform) if platform else CLUSTER_100G
-    return replace(plat, placement=placement) if placement else plat
+    plat = replace(plat, placement=placement) if placement else plat
+    return plat if reduction_compute else replace(plat, reduction_compute=False)
 
 
 def predict_command(run_dir: str, platform: str | None, ranks: str | None = None, sizes: str | None = None,
@@ -75,18 +76,18 @@ def predict_command(run_dir: str, platform: str | None, ranks: str | None = None
 
 
 def predict_table_command(platform: str | None, ranks: str | None, sizes: str | None, strategies: str | None,
-                          placement: str | None, out: str | None) -> int:
+                          placement: str | None, out: str | None, reduction_compute: bool = True) -> int:
     """``predict --ranks --sizes``: every strategy's all-reduce time on the platform, printed (and to CSV)."""
     from pathlib import Path
 
     from .table import TABLE_STRATEGIES, collective_rows, format_rows, parse_counts, write_rows
 
-    plat = _platform(platform, placement)
+    plat = _platform(platform, placement, reduction_compute)
     names = tuple(s.strip() for s in strategies.split(",") if s.strip()) if strategies else TABLE_STRATEGIES
     rows = collective_rows(plat, parse_counts(ranks or "64,512,4096", "--ranks"),
                            parse_counts(sizes or "8,64K,64M", "--sizes"), names)
     print(f"platform: {plat.name}; {plat.ranks_per_node} ranks per node, {plat.placement} placement, "
-          f"{plat.topology}")
+          f"{plat.topology}{software_terms(plat)}")
     print(format_rows(rows), flush=True)
     if out:
         print(f"predict: {len(rows)} rows [simulated] -> {write_rows(Path(out), rows)}")
@@ -139,9 +140,25 @@ def host_flops_per_s(n: int = 512, repeats: int = 5) -> float:
     return 2.0 * n ** 3 / statistics.median(times)
 
 
+def software_terms(plat) -> str:
+    """What the platform charges beside its links, for the table's heading ('' when nothing)."""
+    from .platform import NO_FACTORS
+
+    terms = []
+    if plat.overhead_s:
+        terms.append(f"{plat.overhead_s * 1e6:g} us per message and side")
+    if plat.eager_limit_bytes != float("inf"):
+        terms.append(f"rendezvous above {plat.eager_limit_bytes:g} B")
+    if plat.lat_factor != NO_FACTORS or plat.bw_factor != NO_FACTORS:
+        terms.append("SMPI latency/bandwidth factors")
+    if not plat.reduction_compute:
+        terms.append("no reduction compute")
+    return "; " + ", ".join(terms) if terms else ""
+
+
 def predict_profile_command(name: str, platform: str | None, ranks: str | None, strategies: str | None,
                             policy: str, local_batch: int, flops_per_s: float | None, placement: str | None,
-                            out: str | None) -> int:
+                            out: str | None, reduction_compute: bool = True) -> int:
     """``predict --profile NAME``: a real model's overlapped step at 8 ... 4096 ranks per strategy."""
     import csv
     from dataclasses import asdict
@@ -160,7 +177,7 @@ def predict_profile_command(name: str, platform: str | None, ranks: str | None, 
         raise UsageError(f"--local-batch must be at least 1, got {local_batch}")
     if flops_per_s is not None and not flops_per_s > 0:
         raise UsageError(f"--flops-per-s must be positive, got {flops_per_s}")
-    plat = _platform(platform, placement)
+    plat = _platform(platform, placement, reduction_compute)
     rate, where = (flops_per_s, "as given") if flops_per_s else (host_flops_per_s(), "measured on this host")
     names = tuple(s.strip() for s in strategies.split(",") if s.strip()) if strategies else TABLE_STRATEGIES
     counts = parse_counts(ranks or "8,64,512,4096", "--ranks")

@@ -64,14 +64,30 @@ def nic_load_bytes(plat: Platform, r: Round, p: int) -> float:
     return _counts(plat, r, p)[0] * r.nbytes
 
 
-def round_s(plat: Platform, r: Round, p: int) -> float:
+def _link_s(plat: Platform, latency_s: float, bytes_per_s: float, nbytes: float, messages: int = 1) -> float:
+    """One message over one link, with what the library adds: its size-dependent latency and
+    bandwidth factors (SMPI's), the rendezvous handshake above the eager limit, and the
+    per-message software overhead on each side."""
+    lat_s = latency_s * plat.latency_factor(nbytes)
+    handshake_s = 2 * lat_s if nbytes > plat.eager_limit_bytes else 0.0
+    return lat_s + handshake_s + messages * nbytes / (bytes_per_s * plat.bandwidth_factor(nbytes)) + 2 * plat.overhead_s
+
+
+def round_parts(plat: Platform, r: Round, p: int) -> tuple[float, float]:
+    """(messages, local reduction) seconds of every repetition of the round."""
     if len(r.src) == 0:
-        return 0.0
+        return 0.0, 0.0
     most, intra, inter = _counts(plat, r, p)
-    t = plat.node_latency_s + r.nbytes / plat.node_bytes_per_s if intra else 0.0
+    t = _link_s(plat, plat.node_latency_s, plat.node_bytes_per_s, r.nbytes) if intra else 0.0
     if inter:
-        t = max(t, plat.net_latency_s + most * r.nbytes / plat.net_bytes_per_s)
-    return (t + r.reduced_bytes / plat.gamma_bytes_per_s) * r.times
+        t = max(t, _link_s(plat, plat.net_latency_s, plat.net_bytes_per_s, r.nbytes, most))
+    reduce_s = r.reduced_bytes / plat.gamma_bytes_per_s if plat.reduction_compute else 0.0
+    return t * r.times, reduce_s * r.times
+
+
+def round_s(plat: Platform, r: Round, p: int) -> float:
+    network_s, reduce_s = round_parts(plat, r, p)
+    return network_s + reduce_s
 
 
 def ring_rounds(p: int, n: float) -> list[Round]:
@@ -216,6 +232,14 @@ def sync_s(plat: Platform, strategy: str, p: int, nbytes: float) -> float:
         return 0.0
     name = resolve(plat, strategy, p, nbytes)
     return sum(round_s(plat, r, p) for r in strategy_rounds(plat, name, p, nbytes))
+
+
+def reduction_s(plat: Platform, strategy: str, p: int, nbytes: float) -> float:
+    """The part of :func:`sync_s` spent reducing locally (0 when the platform leaves it out)."""
+    if p <= 1:
+        return 0.0
+    name = resolve(plat, strategy, p, nbytes)
+    return sum(round_parts(plat, r, p)[1] for r in strategy_rounds(plat, name, p, nbytes))
 
 
 def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:

@@ -36,6 +36,7 @@ class CollectiveRow:
     busbw_gbps: float
     notes: str
     tag: str = "simulated"
+    reduction_s: float = 0.0  # the part of sync_s spent reducing locally
 
 
 def collective_rows(plat: Platform, ranks, sizes, strategies=TABLE_STRATEGIES) -> list[CollectiveRow]:
@@ -51,16 +52,17 @@ def collective_rows(plat: Platform, ranks, sizes, strategies=TABLE_STRATEGIES) -
                 busbw = 2 * (p - 1) / p * nbytes / t * 8 / 1e9 if t > 0 else 0.0
                 out.append(CollectiveRow(plat.name, plat.placement, plat.ranks_per_node, strategy,
                                          rounds.resolve(plat, strategy, p, nbytes), p, nbytes, t, busbw,
-                                         "; ".join(rounds.notes(plat, strategy, p, nbytes))))
+                                         "; ".join(rounds.notes(plat, strategy, p, nbytes)),
+                                         reduction_s=rounds.reduction_s(plat, strategy, p, nbytes)))
     return out
 
 
 def format_rows(rows: list[CollectiveRow]) -> str:
-    lines = [f"{'strategy':<13} {'runs':<13} {'ranks':>6} {'bytes':>10} {'time_us':>12} {'busbw_Gb/s':>11}  "
-             "notes   [simulated]"]
+    lines = [f"{'strategy':<13} {'runs':<13} {'ranks':>6} {'bytes':>10} {'time_us':>12} {'reduce_us':>10} "
+             f"{'busbw_Gb/s':>11}  notes   [simulated]"]
     for r in rows:
         lines.append(f"{r.strategy:<13} {r.algorithm:<13} {r.ranks:>6} {r.bytes:>10} {r.sync_s * 1e6:>12.2f} "
-                     f"{r.busbw_gbps:>11.2f}  {r.notes}")
+                     f"{r.reduction_s * 1e6:>10.2f} {r.busbw_gbps:>11.2f}  {r.notes}")
     return "\n".join(lines)
 
 
