@@ -1,4 +1,4 @@
-"""README's evidence-cost table is the one benchmarks/check_overhead.py writes from its CSV."""
+"""README's evidence-cost table is the one lab/studies/check_overhead.py writes from its CSV."""
 from __future__ import annotations
 
 import sys
@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "lab" / "studies"))
 import check_overhead  # noqa: E402
 
-CSV = ROOT / "docs" / "measured" / "evidence_cost.csv"
+CSV = ROOT / "lab" / "data" / "evidence_cost.csv"
 
 
 def test_the_readme_shows_the_measured_curve_as_written():
