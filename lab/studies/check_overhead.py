@@ -215,16 +215,16 @@ def write(rows: list[dict], args) -> None:
             frame = pd.concat([kept, frame], ignore_index=True).sort_values(["parameters", "batch"], kind="stable")
     frame.to_csv(path, index=False, float_format="%.4g")
     print(f"# wrote {path} ({len(rows)} sizes measured now, {len(frame)} in the file)", flush=True)
-    readme = ROOT / "README.md"
-    readme.write_text(with_curve(readme.read_text(), pd.read_csv(path, keep_default_na=False)))
-    print(f"# wrote the curve into {readme}", flush=True)
+    findings = ROOT / "lab" / "findings.md"
+    findings.write_text(with_curve(findings.read_text(), pd.read_csv(path, keep_default_na=False)))
+    print(f"# wrote the curve into {findings}", flush=True)
 
 
 BEGIN, END = "<!-- evidence-cost: written by lab/studies/check_overhead.py --write -->", "<!-- evidence-cost: end -->"
 
 
 def curve_table(frame) -> str:
-    """The README's table of the curve: one row per model size, from evidence_cost.csv."""
+    """lab/findings.md's table of the curve: one row per model size, from evidence_cost.csv."""
     lines = ["| parameters | local batch | step without history (ms) | history only | history + online check "
              "| paired |", "|---:|---:|---:|---:|---:|---|"]
     for r in frame.sort_values(["parameters", "batch"], kind="stable").itertuples(index=False):
@@ -246,7 +246,7 @@ def paired(r) -> str:
 def with_curve(text: str, frame) -> str:
     """``text`` with the block between the markers replaced by :func:`curve_table`."""
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"check_overhead: README.md has no block between {BEGIN} and {END}")
+        raise SystemExit(f"check_overhead: lab/findings.md has no block between {BEGIN} and {END}")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{curve_table(frame)}\n{END}{tail}"

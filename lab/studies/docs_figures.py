@@ -1,4 +1,4 @@
-"""Regenerate the manual's measured figures: lab/data/*.csv (shown by lab/data.md).
+"""Regenerate the lab's measured figures: lab/data/*.csv (shown by lab/findings.md).
 
     python lab/studies/docs_figures.py [--launches 3] [--ranks 2]
 

@@ -1,4 +1,5 @@
-"""README's evidence-cost table is the one lab/studies/check_overhead.py writes from its CSV."""
+"""The lab's evidence-cost table (lab/findings.md; README's until the lab left the product) is the one
+lab/studies/check_overhead.py writes from its CSV."""
 from __future__ import annotations
 
 import sys
@@ -14,10 +15,10 @@ import check_overhead  # noqa: E402
 CSV = ROOT / "lab" / "data" / "evidence_cost.csv"
 
 
-def test_the_readme_shows_the_measured_curve_as_written():
+def test_the_findings_show_the_measured_curve_as_written():
     frame = pd.read_csv(CSV, keep_default_na=False)
-    text = (ROOT / "README.md").read_text()
-    assert check_overhead.with_curve(text, frame) == text, "README's table differs from evidence_cost.csv"
+    text = (ROOT / "lab" / "findings.md").read_text()
+    assert check_overhead.with_curve(text, frame) == text, "lab/findings.md's table differs from evidence_cost.csv"
     assert len(frame) >= 4 and text.count("| history only |") == 1
 
 
@@ -31,7 +32,7 @@ def test_the_block_is_replaced_whole_and_the_rest_kept():
     assert "| 676 | 16 | 0.20 | 1.50x [1.20, 2.00] | 2.50x [2.00, 3.00] |" in got
 
 
-def test_a_readme_without_the_block_is_refused():
+def test_a_page_without_the_block_is_refused():
     with pytest.raises(SystemExit):
         check_overhead.with_curve("no markers here\n", pd.DataFrame())
 
