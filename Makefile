@@ -110,7 +110,7 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The manual, with the CLI reference generated from the click commands (mkdocs-click) and
-# the measured figures read from docs/measured/*.csv. make test builds it too
+# the measured tables it shows read from their CSV files. make test builds it too
 # (tests/test_docs_site.py), and runs every shell block of it (tests/test_doc_commands.py).
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict

@@ -145,7 +145,7 @@ step tests 110 "$PY" -m pytest -q -p no:cacheprovider -rs --junitxml="$OUT/tests
 # ------------------------------------------------------------------ kernel throughput
 KERNEL_SIZES=1M,16M,64M,256M,1G
 [[ $DEVICE == gpu ]] || KERNEL_SIZES=1M,16M
-step kernels 45 "$PY" benchmarks/kernels.py --device "$DEVICE" --sizes $KERNEL_SIZES --csv "$OUT/kernels.csv"
+step kernels 45 "$PY" lab/studies/kernels.py --device "$DEVICE" --sizes $KERNEL_SIZES --csv "$OUT/kernels.csv"
 
 # ------------------------------------------------------------------ training and bench per policy
 WORK=$(mktemp -d)
@@ -192,7 +192,7 @@ unset MPIBENCH_CUDA_AWARE MPIBENCH_NO_BENCH MPIBENCH_NO_SWEEP MPIBENCH_SCENARIOS
 HOST_SIZE=64M
 [[ $DEVICE == gpu ]] || HOST_SIZE=1M
 # shellcheck disable=SC2086
-step host-ratios 40 "$MPIRUN" -n 2 $MPIRUN_FLAGS "$PY" benchmarks/sync_vs_blocking.py --ranks 2 \
+step host-ratios 40 "$MPIRUN" -n 2 $MPIRUN_FLAGS "$PY" lab/studies/sync_vs_blocking.py --ranks 2 \
     --sizes $HOST_SIZE --rounds 3 > "$WORK/host-ratios.log" 2>&1
 tail -n 8 "$WORK/host-ratios.log"
 

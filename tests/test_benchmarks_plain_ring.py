@@ -1,4 +1,4 @@
-"""benchmarks/plain_ring.py, the plain-mpi4py ring the suite's ring is compared with, reduces right."""
+"""lab/studies/plain_ring.py, the plain-mpi4py ring the suite's ring is compared with, reduces right."""
 from __future__ import annotations
 
 import sys

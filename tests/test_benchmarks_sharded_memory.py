@@ -1,4 +1,4 @@
-"""benchmarks/sharded_memory.py: new rows replace those of the same strategy, size and momentum only."""
+"""lab/studies/sharded_memory.py: new rows replace those of the same strategy, size and momentum only."""
 from __future__ import annotations
 
 import csv
@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("sharded_memory", ROOT / "benchmarks" / "sharded_memory.py")
+    spec = importlib.util.spec_from_file_location("sharded_memory", ROOT / "lab" / "studies" / "sharded_memory.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

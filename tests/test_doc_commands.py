@@ -78,7 +78,7 @@ def test_long_lines_are_split_into_their_commands(line, expected):
 
 def test_a_script_option_missing_from_its_help_is_found(tmp_path):
     folder = dc.scratch_checkout(tmp_path / "checkout")
-    problem = dc.check_script("benchmarks/vs_anchor.py", ["--no-such-option"], folder)
+    problem = dc.check_script("lab/studies/vs_anchor.py", ["--no-such-option"], folder)
     assert problem and "--no-such-option" in problem
 
 

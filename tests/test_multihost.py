@@ -370,7 +370,7 @@ def test_parts_of_a_dead_testbed_are_found_and_removed():
     ("jobs/testbed.py", ["--hosts", "0"]),
     ("jobs/testbed.py", ["--net-partition", "--", "run", "--scenario", "none"]),
     ("jobs/testbed.py", ["--hosts", "1", "--net-partition", "--", "run"]),
-    ("benchmarks/multihost.py", ["--host-counts", "two"]),
+    ("lab/studies/multihost.py", ["--host-counts", "two"]),
 ])
 @pytest.mark.parametrize("path", [None, "/usr/bin:/bin"], ids=["tools-on-path", "no-sbin-tools"])
 def test_scripts_refuse_bad_usage_in_one_line(script, args, path):

@@ -268,13 +268,14 @@ def test_selftest_replays_paste(tmp_path, other_python, way):
 
 
 def ledger_commands() -> list[str]:
-    """The commands the page's table of known defects (FINDINGS.toml) shows."""
-    from mpibench.results.page.findings import ledger_table
+    """The replay commands of the lab's ledger of known defects (lab/FINDINGS.toml), as pasted."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
+    import ledger
 
-    return [html.unescape(code) for code in re.findall(r"<code>(.*?)</code>", ledger_table(), re.S)]
+    return [ledger.pasteable(f.replay) for f in ledger.read() if f.replay]
 
 
-def test_the_pages_known_defect_commands_name_what_they_run_by_absolute_paths():
+def test_the_ledgers_known_defect_commands_name_what_they_run_by_absolute_paths():
     # Hand-written as typed in the source tree; shown so that they paste from any folder with a
     # bare PATH: every program and every file of the tree they name is found from there.
     commands = ledger_commands()
@@ -294,7 +295,7 @@ def test_the_pages_known_defect_commands_name_what_they_run_by_absolute_paths():
 
 
 @pytest.mark.slow
-def test_the_pages_known_defect_mpibench_commands_parse_as_pasted(tmp_path):
+def test_the_ledgers_known_defect_mpibench_commands_parse_as_pasted(tmp_path):
     # Each is run as pasted with MPIBENCH_PARSE_ONLY=1: its arguments parse exactly as a run
     # would parse them, and nothing runs (most take minutes: a sweep, the self-test).
     for i, command in enumerate(c for c in ledger_commands() if "-m mpibench" in c):

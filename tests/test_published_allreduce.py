@@ -1,4 +1,4 @@
-"""Published all-reduce tables beside the round model (benchmarks/published_allreduce.py).
+"""Published all-reduce tables beside the round model (lab/studies/published_allreduce.py).
 
 Every row names its source (URL and table), sits on a platform file that
 exists, keeps the published figure apart (measured) from the prediction
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_every_published_row_names_its_source_and_platform_and_its_ratio_is_recomputable(tmp_path):
     out = tmp_path / "pub.csv"
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "published_allreduce.py"), "--out", str(out)],
+    done = subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "published_allreduce.py"), "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = list(csv.DictReader(out.open()))

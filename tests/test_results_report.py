@@ -200,28 +200,6 @@ def test_findings_ledger_is_rendered_beside_the_run(page):
     assert all(html_escape(f.title) in findings for f in entries)
 
 
-def test_ledger_holds_the_known_defects_with_how_they_were_found():
-    from mpibench.results import ledger
-
-    entries = {f.id: f for f in ledger.read()}
-    for needed in ("stale-rollback-after-heal", "watchdog-abort-exit-0", "exit-0-after-violation",
-                   "ps-place-before-wait", "ps-gpu-host-slice", "mpi-abort-ulfm-exit-0", "bench-p1-algbw",
-                   "finalize-hang-after-failure", "exit-142-after-correct-verdict"):
-        assert needed in entries, needed
-        assert entries[needed].found_by and entries[needed].where
-    assert len(entries) == len(ledger.read())  # ids are unique
-
-
-def test_ledger_rejects_a_malformed_entry(tmp_path):
-    from mpibench.results import ledger
-
-    bad = tmp_path / "F.toml"
-    bad.write_text('[[finding]]\nid = "x"\ntitle = "t"\narea = "code"\nfound_by = "f"\nreplay = ""\n'
-                   'status = "done"\nwhere = "w"\n')
-    with pytest.raises(ValueError, match="status 'done'"):
-        ledger.read(bad)
-
-
 def test_numbers_are_written_as_people_write_them(page):
     from mpibench.results.htmlparts import num
 

@@ -171,7 +171,7 @@ def test_the_modelled_rows_of_the_two_collectives_carry_their_own_busbw_factor(p
 
 
 def test_the_recorded_matrix_covers_every_scenario_on_both_engines_and_came_out_as_expected():
-    """docs/measured/sharded_matrix.csv (benchmarks/sharded_matrix.py): every named scenario
+    """lab/data/sharded_matrix.csv (lab/studies/sharded_matrix.py): every named scenario
     under the sharded strategies and both recoveries at p = 2, 3, 4, on MPI and simulated, with
     and without momentum (on MPI the refusals at p = 3 only); each
     run passed, each combination that refusal() names was refused."""
@@ -180,7 +180,7 @@ def test_the_recorded_matrix_covers_every_scenario_on_both_engines_and_came_out_
 
     from mpibench.faults.scenarios import ALL_SCENARIOS
 
-    rows = list(csv.DictReader((Path(__file__).parents[1] / "docs" / "measured" / "sharded_matrix.csv").open()))
+    rows = list(csv.DictReader((Path(__file__).parents[1] / "lab" / "data" / "sharded_matrix.csv").open()))
     have = {(r["engine"], int(r["workers"]), r["strategy"], r["scenario"], r["recovery"], float(r["momentum"]))
             for r in rows}
     for engine in ("mpi", "sim"):

@@ -4,7 +4,7 @@ A short slice of the matrix runs here as one real launch (a batch of three cases
 of two kills under ps with respawn, a kill mid-reduction under auto with shrink, a dropped
 straggler under rd); each case's correctness rows, verdict and outcome must be the same on both
 engines. The whole matrix (every named scenario x 7 strategies x 2 recoveries x p = 2, 3, 4) is
-``benchmarks/sim_twin.py``, run here by a slow test (``make test-slow``); the comparison itself is
+``lab/studies/sim_twin.py``, run here by a slow test (``make test-slow``); the comparison itself is
 checked to see a one-value difference.
 """
 from __future__ import annotations
@@ -50,9 +50,9 @@ def test_the_matrix_holds_every_named_scenario_strategy_recovery_and_size():
 @pytest.mark.slow  # the whole matrix: 574 cases on both engines, about 40 minutes on 2 loaded cores
 @pytest.mark.timeout(5400)
 def test_the_whole_matrix_gives_the_same_rows_on_both_engines(tmp_path):
-    """benchmarks/sim_twin.py over every named scenario x 7 strategies x 2 recoveries x p = 2, 3, 4:
+    """lab/studies/sim_twin.py over every named scenario x 7 strategies x 2 recoveries x p = 2, 3, 4:
     every case identical on both engines (a difference is printed with both replay commands)."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sim_twin.py"), str(tmp_path / "twin")],
+    proc = subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "sim_twin.py"), str(tmp_path / "twin")],
                           cwd=ROOT, capture_output=True, text=True, timeout=5300)
     written = tmp_path / "twin" / "twin.json"
     assert written.exists(), f"no twin.json (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -1,4 +1,4 @@
-"""benchmarks/sim_vs_measured.py's rows: one per launch and strategy, the reduction part by part."""
+"""lab/studies/sim_vs_measured.py's rows: one per launch and strategy, the reduction part by part."""
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 from mpibench.sim.hostreplay import Comparison
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "lab" / "studies"))
 import sim_vs_measured as svm  # noqa: E402
 
 CAL = {"alpha_s": 5e-6, "alpha_step_s": 6e-5, "beta_s_per_byte": 2e-10, "beta_step_s_per_byte": 3e-10}
@@ -34,6 +34,6 @@ def test_a_row_without_a_simulated_step_is_never_within():
 
 
 def test_writing_needs_a_job_name(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sim_vs_measured.py"), str(tmp_path), "--write"],
+    done = subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "sim_vs_measured.py"), str(tmp_path), "--write"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1

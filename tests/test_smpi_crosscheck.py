@@ -1,4 +1,4 @@
-"""The round model against SMPI at p = 64 (benchmarks/smpi_crosscheck.py).
+"""The round model against SMPI at p = 64 (lab/studies/smpi_crosscheck.py).
 
 SMPI plays every message of MPICH-style ring, recursive doubling,
 Rabenseifner and the two-level algorithm on SimGrid's flow-level network
@@ -33,7 +33,7 @@ def _need_smpi() -> None:
 def test_ring_rd_rabenseifner_and_hier_are_within_a_quarter_of_smpi_at_p64(tmp_path):
     _need_smpi()
     out = tmp_path / "cc.csv"
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"),
+    done = subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "smpi_crosscheck.py"),
                            "--platform", str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64",
                            "--sizes", "4K,256K", "--calls", "1", "--timeout", "300", "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
@@ -51,7 +51,7 @@ def test_the_sendrecv_schedules_agree_with_smpis_own_algorithms_and_the_model_at
     smpi_schedule.c; at p = 64 both fit, so the schedule is set beside SMPI's rdb / rab_rdb."""
     _need_smpi()
     out = tmp_path / "cc.csv"
-    base = [sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"), "--platform",
+    base = [sys.executable, str(ROOT / "lab" / "studies" / "smpi_crosscheck.py"), "--platform",
             str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64", "--strategies", "rd,rabenseifner",
             "--sizes", "4K,256K", "--calls", "1", "--timeout", "300", "--out", str(out)]
     for via in ("smpi", "schedule"):
@@ -75,7 +75,7 @@ def test_the_operation_that_adds_nothing_gives_smpis_same_simulated_times_at_p64
     times = {}
     for op in ("sum", "none"):
         out = tmp_path / f"{op}.csv"
-        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"),
+        done = subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "smpi_crosscheck.py"),
                                "--platform", str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64",
                                "--strategies", "ring,rd,rabenseifner", "--sizes", "4K,256K", "--calls", "1",
                                "--op", op, "--timeout", "300", "--out", str(out)],
@@ -96,7 +96,7 @@ def test_each_size_has_its_own_budget_and_resume_runs_only_what_has_no_figure(tm
     out = tmp_path / "cc.csv"
 
     def crosscheck(*extra):
-        return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"), "--platform",
+        return subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "smpi_crosscheck.py"), "--platform",
                                str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64", "--strategies", "rd",
                                "--sizes", "4K,256K", "--calls", "1", "--out", str(out), *extra],
                               capture_output=True, text=True, timeout=600)
@@ -125,7 +125,7 @@ def test_renote_adds_the_notes_a_row_lacks_once_and_leaves_its_figures(tmp_path)
                    "2026-12-03,smpi_4x128.toml,block,4096,128,rabenseifner,rab_rdb,65536,4.06e-05,"
                    "4.06e-05,4.06e-05,1,1,3.83e-05,0.94,6.38,,simulated\n")
     for _ in range(2):
-        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "smpi_crosscheck.py"), "--platform",
+        done = subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "smpi_crosscheck.py"), "--platform",
                                str(ROOT / "platforms" / "smpi_4x128.toml"), "--renote", "--out", str(out)],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
@@ -139,7 +139,7 @@ def test_renote_adds_the_notes_a_row_lacks_once_and_leaves_its_figures(tmp_path)
 def test_a_case_smpi_did_not_finish_is_noted_with_its_wall_time_carried_on_from_smaller_p(tmp_path):
     """The note extends the wall time's growth over the last doubling that ran; a wall time that several
     sizes share (one launch of them all) is not a size's own and is left out."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "lab" / "studies"))
     from smpi_table import key, wall_trend
 
     out = tmp_path / "cc.csv"

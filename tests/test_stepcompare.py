@@ -14,7 +14,7 @@ from mpibench.results import stepcompare
 from mpibench.results.costmodel import STEP_PARTS
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "step_model.py"
+SCRIPT = ROOT / "lab" / "studies" / "step_model.py"
 
 
 def _row(strategy, mode, p, tag, step, parts, load=0.1):

@@ -1,4 +1,4 @@
-"""benchmarks/vs_anchor.py's like-for-like pair: the C loop against the anchor, paired per launch."""
+"""lab/studies/vs_anchor.py's like-for-like pair: the C loop against the anchor, paired per launch."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lab" / "studies"))
 import vs_anchor  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """Peak parameter, gradient and optimizer-state bytes per rank, as held by a real run.
 
 Under ``mpirun`` (``python -m mpibench.job.shardmem STRATEGY MOMENTUM STEPS``, as
-``benchmarks/sharded_memory.py`` launches it): every rank builds the ordinary
+``lab/studies/sharded_memory.py`` launches it): every rank builds the ordinary
 trainer for ``STRATEGY`` on a model large enough for the arrays to dominate,
 trains ``STEPS`` steps with ``tracemalloc`` on, and reads off what it holds:
 the parameter vector, every gradient buffer (the model's gradient sums and

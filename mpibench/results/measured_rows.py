@@ -1,4 +1,4 @@
-"""Rows of a measured table (docs/measured/*.csv) replaced by a new set measured under the same
+"""Rows of a measured table (lab/data/*.csv) replaced by a new set measured under the same
 conditions, the rows of other conditions kept beside them."""
 from __future__ import annotations
 

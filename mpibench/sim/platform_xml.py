@@ -14,7 +14,7 @@ its ``topo_parameters``: the round model charges the NICs, one hop's latency
 each way, and nothing beyond them, so on those topologies its figures are
 those of a full-bisection network (a flat cluster is one) and
 :func:`mpibench.sim.rounds.notes` says so; SMPI running the same file does
-model the links in between (``benchmarks/smpi_crosscheck.py``).
+model the links in between (``lab/studies/smpi_crosscheck.py``).
 """
 from __future__ import annotations
 

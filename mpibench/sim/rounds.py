@@ -16,7 +16,7 @@ pattern (the ring's 2(p-1) steps) are evaluated once and counted. Local
 reduction adds gamma per byte reduced. Rounds run in lockstep: for the ring
 that is exact, since its slowest link (the one into a node) is on the path of
 every step. Checked against SMPI, which plays out every message on SimGrid's
-flow-level model: ``benchmarks/smpi_crosscheck.py``. This is where simulated figures
+flow-level model: ``lab/studies/smpi_crosscheck.py``. This is where simulated figures
 differ from the analytic model (:mod:`mpibench.results.costmodel`), which
 charges every message the same alpha and beta and knows no NIC sharing.
 """

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab" / "studies"))
 from plain_ring import PlainRing  # noqa: E402
 
 comm = MPI.COMM_WORLD
