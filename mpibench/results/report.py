@@ -4,9 +4,8 @@ The first screen answers the question: one verdict (from the checker's
 verdict.json, else from invariants.csv) with its counts, the first violation
 and the command that replays it, then every case in a scenario x strategy x
 recovery matrix in plan order. Below: each scenario's charts as small
-multiples against the no-fault baseline, the sweep, the findings beside the
-project's ledger of known defects, the benchmarks against the model, and what
-is checked. The page is one file with inline CSS, inline SVG and PNG charts:
+multiples against the no-fault baseline, the sweep, the run's findings
+grouped by cause, the benchmarks against the model, and what is checked. The page is one file with inline CSS, inline SVG and PNG charts:
 no scripts, no network. Parts live in :mod:`mpibench.results.page`.
 """
 from __future__ import annotations
@@ -71,8 +70,6 @@ table.matrix td.unknown{background:#ffe699}table.matrix th.row a{color:#222;text
 .panel svg{font-size:10px;font-family:system-ui,sans-serif;max-width:100%;height:auto}.panel .what{color:#555}
 .legend{font-size:12px;margin:.4em 0}.legend span{margin-right:1.2em;white-space:nowrap}
 .legend svg{vertical-align:middle;margin-right:3px}
-.findings{display:grid;grid-template-columns:1fr 1.3fr;gap:16px}.ledger td{font-size:12px}
-td.status.fixed{background:#e3f4e3}td.status.open{background:#fbe0dc}td.status.worked-around{background:#fff3cd}
 nav a{margin-right:1em;font-size:13px}
 """
 

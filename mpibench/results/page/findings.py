@@ -1,9 +1,8 @@
-"""Findings: what this run surfaced, grouped by cause, beside the project's ledger of known defects."""
+"""Findings: what this run surfaced, grouped by cause."""
 from __future__ import annotations
 
 import pandas as pd
 
-from .. import ledger
 from ..htmlparts import esc, num
 from ..inputs import RunFiles
 from .bench import CODE_TEXT
@@ -94,24 +93,6 @@ def model_findings(comparison: pd.DataFrame | None) -> list[str]:
             "cause (a figure can have several):<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>"]
 
 
-def ledger_table() -> str:
-    try:
-        entries = ledger.read()
-    except (OSError, ValueError) as exc:
-        return f'<p class="missing">The findings ledger could not be read: {esc(exc)}</p>'
-    rows = []
-    for f in entries:
-        replay = f"<br>replay: <code>{esc(ledger.pasteable(f.replay))}</code>" if f.replay else ""
-        rows.append(f'<tr><td class="status {esc(f.status.replace(" ", "-"))}">{esc(f.status)}</td>'
-                    f"<td><strong>{esc(f.title)}</strong><br><small>found by {esc(f.found_by)}{replay}</small></td>"
-                    f"<td><small>{esc(f.area)}</small></td><td><small>{esc(f.where)}</small></td></tr>")
-    counts = {s: sum(f.status == s for f in entries) for s in ledger.STATUSES}
-    return (f"<p>{len(entries)} defects found while building and running the suite: "
-            + ", ".join(f"{n} {s}" for s, n in counts.items()) + ".</p>"
-            "<table class='ledger'><tr><th>status</th><th>defect</th><th>area</th><th>fixed where / lives where</th>"
-            "</tr>" + "".join(rows) + "</table>")
-
-
 def section(files: RunFiles, v: Verdict, comparison: pd.DataFrame | None) -> str:
     found = run_findings(files, v, comparison)
     if found:
@@ -120,5 +101,4 @@ def section(files: RunFiles, v: Verdict, comparison: pd.DataFrame | None) -> str
         mine = "<p>None: every check held and every measured figure agreed with the model within tolerance.</p>"
     else:
         mine = "<p>None in the files present; but no invariant was checked here.</p>"
-    return ("<h2 id='findings'>Findings</h2><div class='findings'><div><h3>This run</h3>" + mine + "</div>"
-            "<div><h3>Known defects (FINDINGS.toml)</h3>" + ledger_table() + "</div></div>")
+    return "<h2 id='findings'>Findings</h2><div class='findings'><div><h3>This run</h3>" + mine + "</div></div>"
