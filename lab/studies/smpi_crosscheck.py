@@ -41,7 +41,7 @@ hands counts below p to its default algorithm; such rows say so.
 Every figure here is simulated (tag ``simulated``). SMPI is deterministic, so ``launches``
 is 1; ``smpi_s`` is the median over the calls of that launch and the interval their spread.
 
-    nice -n 15 python lab/studies/smpi_crosscheck.py --ranks 64,512 --out docs/measured/smpi_crosscheck.csv
+    nice -n 15 python lab/studies/smpi_crosscheck.py --ranks 64,512 --out mpibench/results/data/smpi_crosscheck.csv
 """
 from __future__ import annotations
 

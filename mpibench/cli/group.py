@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from mpibench import __version__
 from mpibench.base.config import UsageError
 
 from . import driver_commands, job_commands, offline_commands
@@ -39,6 +40,7 @@ class Cli(click.Group):
 
 @click.group(cls=Cli, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(version=__version__, prog_name="mpibench", message="%(prog)s %(version)s")
 @engine_options
 @run_options
 @click.option("--np", "np_ranks", type=click.IntRange(min=1), default=None,

@@ -9,6 +9,7 @@ simulated figures are computed under the stated platform, never measured.
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 import pandas as pd
@@ -33,8 +34,9 @@ def section(out_dir: str) -> str:
     return "".join(parts)
 
 
-# The round model beside SMPI (benchmarks/smpi_crosscheck.py), from the repository's docs/measured.
-CROSSCHECK_CSV = Path(__file__).resolve().parents[3] / "docs" / "measured" / "smpi_crosscheck.csv"
+# The round model beside SMPI (written by the lab's smpi_crosscheck study), shipped as package data
+# so an installed page shows it too.
+CROSSCHECK_CSV = Path(str(resources.files("mpibench.results") / "data" / "smpi_crosscheck.csv"))
 
 
 def _crosscheck(path: Path) -> str:
