@@ -46,6 +46,24 @@ def test_ring_rd_rabenseifner_and_hier_are_within_a_quarter_of_smpi_at_p64(tmp_p
         assert 0.75 <= float(r["ratio"]) <= 1.25, r
 
 
+def test_with_smpis_default_factors_on_both_sides_rd_and_rabenseifner_agree_at_p64(tmp_path):
+    """SMPI's default network model scales each message's latency and bandwidth by its size
+    (SimGrid's smpi/lat-factor, smpi/bw-factor); predict charges the same factors when the
+    platform states them, and must then agree as it does factor-free."""
+    _need_smpi()
+    out = tmp_path / "cc.csv"
+    done = subprocess.run([sys.executable, str(ROOT / "lab" / "studies" / "smpi_crosscheck.py"),
+                           "--platform", str(ROOT / "platforms" / "cluster_8x.toml"), "--ranks", "64",
+                           "--strategies", "rd,rabenseifner", "--sizes", "1K,64K,1M", "--calls", "1",
+                           "--timeout", "300", "--network-model", "default", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 6
+    for r in rows:
+        assert 0.9 <= float(r["ratio"]) <= 1.1, r
+
+
 def test_the_sendrecv_schedules_agree_with_smpis_own_algorithms_and_the_model_at_p64(tmp_path):
     """Where SMPI's collectives cannot run (p x bytes beyond memory), rd and Rabenseifner run as
     smpi_schedule.c; at p = 64 both fit, so the schedule is set beside SMPI's rdb / rab_rdb."""

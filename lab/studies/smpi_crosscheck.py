@@ -64,7 +64,8 @@ sys.path.insert(0, str(ROOT))
 
 from mpibench.base.config import UsageError  # noqa: E402
 from mpibench.sim import rounds  # noqa: E402
-from mpibench.sim.platform import Platform, load_platform  # noqa: E402
+from mpibench.sim.platform import (SMPI_DEFAULT_BW_FACTOR, SMPI_DEFAULT_LAT_FACTOR, Platform,  # noqa: E402
+                                   load_platform, parse_factors)
 from mpibench.sim.platform_xml import hosts_needed, to_simgrid_xml  # noqa: E402
 from smpi_table import finished, key, renote, show, wall_trend, write  # noqa: E402  (lab/studies/, on sys.path as the script's folder)
 
@@ -271,6 +272,10 @@ def main(argv=None) -> int:
     ap.add_argument("--op", choices=("sum", "none"), default="sum",
                     help="smpi_allreduce.c's operation: MPI_SUM, or none (a commutative operation that adds "
                          "nothing: same simulated time, and ring, rd, rabenseifner then run at every size) [sum]")
+    ap.add_argument("--network-model", choices=("factor-free", "default"), default="factor-free",
+                    help="factor-free: SMPI's latency/bandwidth factors at 1 on both sides; default: SMPI's own "
+                         "default factors, and predict given the same ([software] smpi_factors) -- write it to "
+                         "its own --out, its rows have the same keys [factor-free]")
     ap.add_argument("--out", help="CSV to write (rows of the cases run replaced, the others kept)")
     args = ap.parse_args(argv)
     strategies = [s for s in args.strategies.split(",") if s]
@@ -283,6 +288,11 @@ def main(argv=None) -> int:
         print(f"smpi_crosscheck: {exc}", file=sys.stderr)
         return 2
     plat = replace(plat, placement=args.placement or plat.placement)
+    if args.network_model == "default":
+        global SMPI_FLAGS
+        SMPI_FLAGS = tuple(f for f in SMPI_FLAGS if "-factor:" not in f)
+        plat = replace(plat, lat_factor=parse_factors(SMPI_DEFAULT_LAT_FACTOR, "SMPI"),
+                       bw_factor=parse_factors(SMPI_DEFAULT_BW_FACTOR, "SMPI"))
     if args.renote and args.out:
         return renote(Path(args.out), Path(args.platform).name, lambda s, p, n: note_for(s, p, n, plat, ""))
     done = finished(Path(args.out)) if args.resume and args.out else frozenset()
