@@ -105,6 +105,25 @@ def abort_job(exc: BaseException) -> None:
     os._exit(code)
 
 
+def end_late(exc: BaseException, rank: int) -> None:
+    """A peer gave no answer and nothing recovers: once the run's folder is open the run is
+    judged as the simulated engine judges it (its history stops short: "cannot judge", 3),
+    with one line per late rank saying what it waited for, and the job ends. Returns only
+    when no folder is open yet."""
+    from mpi4py import MPI
+
+    from mpibench.base.runinfo import this_host
+    from mpibench.job.crash_ending import end_after_crash
+
+    status = end_after_crash(exc, rank, this_host(), say=lambda line: print(line, flush=True),
+                             world_size=MPI.COMM_WORLD.Get_size())
+    if status is None:
+        return
+    threading.Timer(ABORT_GRACE_S, os._exit, (status,)).start()
+    MPI.COMM_WORLD.Abort(status)
+    os._exit(status)
+
+
 def abort_could_not_run(message: str, report: bool) -> None:
     """End a whole MPI job as "could not run" (exit 3), one line from one process."""
     from mpi4py import MPI
@@ -133,10 +152,11 @@ def guarded(body) -> int:
     except SpawnRefused as exc:  # the launcher's limits, not a defect: "could not run"
         abort_could_not_run(str(exc), exc.first)
         return EXIT_COULD_NOT_RUN
-    except CommError as exc:  # a deadline no recovery policy absorbs: the run is stuck
+    except CommError as exc:  # a deadline no recovery policy absorbs: the run cannot go on
         from mpi4py import MPI
 
-        stuck_exit(exc, MPI.COMM_WORLD.Get_rank())
+        end_late(exc, MPI.COMM_WORLD.Get_rank())
+        stuck_exit(exc, MPI.COMM_WORLD.Get_rank())  # no run folder yet: nothing to judge
         return EXIT_VIOLATION
     except BaseException as exc:  # noqa: BLE001 - any crash must end all ranks
         abort_job(exc)

@@ -17,7 +17,11 @@ from mpibench.base.crash_record import (CrashRecord, claim_judging, is_ended, le
                                         write_record)
 from mpibench.base.folder_watch import JUDGING_LIMIT_S, POLL_S, judging_crash_here, run_folder
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
+from mpibench.sync.comm import COLLECTIVE
 
+# Late ranks' records: how long the judge waits for every rank's (a rank that waits on nobody
+# finds its deadline at about the same moment as those that wait on it).
+LATE_PEERS_S = 2.0
 SURVIVORS_SEE_S = 4 * POLL_S  # time the other ranks get to see the mark before the abort
 # With the world's size known, the judge waits until every other process said it left on the
 # mark (crashes/left-PID), at most this long (a killed rank never says so). A fixed second was
@@ -48,13 +52,23 @@ def end_after_crash(exc: BaseException, rank: int, host: str, say=print, world_s
             os._exit(EXIT_COULD_NOT_RUN)
         return EXIT_COULD_NOT_RUN
     judging_crash_here()
-    say(f"crash: rank {rank} ({host}): {record.exception}: {record.message}")
-    for line in record.first_lines():
-        say(f"crash:   {line.strip()}")
+    late = record.exception == "PeerLate"
+    if late:  # every rank waiting on the silent one times out at about once: hear them all first
+        _wait_until(lambda: _records(folder) >= (world_size or 1), LATE_PEERS_S)
+    else:
+        say(f"crash: rank {rank} ({host}): {record.exception}: {record.message}")
+        for line in record.first_lines():
+            say(f"crash:   {line.strip()}")
     status = _judge(folder)
     mark_ended(folder)
-    say(f"mpibench: rank {rank} crashed; the job ends now (exit {status}; full traceback above, "
-        f"record in {folder}/crashes/)")
+    if late:
+        waits = _late_waits(folder) or [record.message]
+        for line in waits[1:]:
+            say(f"late: {line}")
+        say(f"mpibench: PeerLate: {waits[0]}; the job ends now (exit {status}, record in {folder}/crashes/)")
+    else:
+        say(f"mpibench: rank {rank} crashed; the job ends now (exit {status}; full traceback above, "
+            f"record in {folder}/crashes/)")
     if world_size is None:
         time.sleep(SURVIVORS_SEE_S)
     else:
@@ -75,6 +89,39 @@ def _judge(folder: str) -> int:
     write_page(folder)
     sys.stdout.flush()
     return status
+
+
+def _records(folder: str) -> int:
+    try:
+        return sum(n.startswith("rank-") and n.endswith(".json") for n in os.listdir(os.path.join(folder, "crashes")))
+    except OSError:
+        return 0
+
+
+def _late_waits(folder: str) -> list[str]:
+    """Each late rank's wait in words, the most telling first: a point-to-point wait that names a
+    rank which left no record of its own (it is the one that never answered: hung, or waiting
+    where no deadline reaches), then other point-to-point waits, then collectives' (they only
+    say that someone did not come)."""
+    import json
+    import re
+
+    late = []
+    for name in sorted(os.listdir(os.path.join(folder, "crashes"))):
+        if name.startswith("rank-") and name.endswith(".json"):
+            try:
+                with open(os.path.join(folder, "crashes", name), encoding="utf-8") as fh:
+                    data = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            if data.get("exception") == "PeerLate":
+                late.append((int(data.get("rank", 0)), data.get("message", "")))
+    recorded = {rank for rank, _ in late}
+    found = []
+    for rank, message in late:
+        named = {int(r) for r in re.findall(r"rank (\d+)", message.partition("waited for")[2])}
+        found.append((COLLECTIVE in message, not (named - recorded), rank, message))
+    return [message for *_, message in sorted(found)]
 
 
 def _wait_until(done, limit_s: float) -> None:

@@ -55,9 +55,12 @@ def _guard(body) -> int:
             print(f"mpibench: could not run: {exc}", file=sys.stderr, flush=True)
         return 3
     except Exception as exc:  # noqa: BLE001 - a crash ends the whole job, as guarded() does
+        from mpibench.sync.comm import CommError
+
         rank = MPI.COMM_WORLD.Get_rank()
-        text = "".join(traceback.format_exception(exc))
-        sys.stderr.write("".join(f"[{rank}@sim] {line}\n" for line in text.splitlines()))
+        if not isinstance(exc, CommError):  # a late peer is said in one line per rank, as on MPI
+            text = "".join(traceback.format_exception(exc))
+            sys.stderr.write("".join(f"[{rank}@sim] {line}\n" for line in text.splitlines()))
         from mpibench.job.crash_ending import end_after_crash
 
         status = end_after_crash(exc, rank, "sim", say=lambda line: print(line, flush=True))

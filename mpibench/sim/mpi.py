@@ -11,7 +11,10 @@ process's own. What is not here is not simulated: using it raises
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import world as w
+
 from .buffers import TYPES, Datatype  # noqa: F401 - MPI.Datatype, MPI.INT, MPI.FLOAT, ...
 from .collectives import Error
 from .ops import OPS, Op  # noqa: F401 - MPI.Op, MPI.SUM, MPI.MAX, ...
@@ -37,7 +40,9 @@ _STRINGS = {  # as Open MPI 5.0.11's MPI.Get_error_string gives them
     ERR_REVOKED: "MPI_ERR_REVOKED: Communication Object Revoked",
     ERR_SPAWN: "MPI_ERR_SPAWN: could not spawn processes",
     ERR_IN_STATUS: "MPI_ERR_IN_STATUS: error code in status",
-    ERR_OTHER: "MPI_ERR_OTHER: known error not in list"}
+    ERR_OTHER: "MPI_ERR_OTHER: known error not in list",
+    ERR_TRUNCATE: "MPI_ERR_TRUNCATE: message truncated"}
+ERR_PENDING = 19  # Open MPI 5's class: a request of a failed Waitall/Testall that is still pending
 SIMULATED = True  # lets a reader of run.json's MPI section see the engine
 
 _env = None  # the process model: .sched, .world, .proc() (the calling simulated process)
@@ -90,6 +95,14 @@ class Exception(Exception):  # noqa: A001 - mirrors mpi4py.MPI.Exception
         return _STRINGS.get(self.error_class, f"MPI error class {self.error_class}")
 
 
+def Get_error_class(code: int) -> int:
+    return code  # the simulated library's codes are its classes
+
+
+def Get_error_string(code: int) -> str:
+    return _STRINGS.get(code, f"MPI error class {code}")
+
+
 def Attach_buffer(buf) -> None:
     _attached[_env.proc()] = buf
 
@@ -115,6 +128,11 @@ def Free_mem(mem) -> None:
 class Status:
     def __init__(self):
         self.source, self.tag, self.error = ANY_SOURCE, ANY_TAG, 0
+        self.count_bytes = 0  # what the matched message carried (a truncated receive's too)
+
+    def Get_count(self, datatype=None) -> int:
+        size = datatype.Get_size() if datatype is not None and hasattr(datatype, "Get_size") else 1
+        return self.count_bytes // max(size, 1)
 
     def Is_cancelled(self) -> bool:
         return False  # a send is never cancelled here (MPI lets a library refuse)
@@ -238,6 +256,9 @@ def _states(reqs, statuses=None) -> list[str]:
         state, error_class = r.outcome(now)
         if statuses is not None and i < len(statuses):
             statuses[i].error = error_class
+            msg = getattr(r, "msg", None)
+            if msg is not None:
+                statuses[i].count_bytes = int(np.asarray(msg.data).nbytes)
         if state == "error":
             _learn(r, error_class)
         states.append(state)

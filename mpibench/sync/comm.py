@@ -47,6 +47,12 @@ _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 OPS = {name: getattr(MPI, name.upper()) for name in ("sum", "max", "min", "prod") if hasattr(MPI, name.upper())}
 
 
+COLLECTIVE = "the collective"  # how a collective's wait is named (and told apart: never cancelled)
+STARTED_KEPT = 256
+COLLECTIVE_NAMES = {"Iallreduce": "all-reduce", "Iallgather": "all-gather", "Ibcast": "broadcast",
+                    "Ibarrier": "barrier"}
+
+
 class CommError(Exception):
     """A data-plane operation could not complete; ``peers`` are worker ids involved."""
 
@@ -68,6 +74,9 @@ class PeerUnreachable(CommError):
 class PeerLate(CommError):
     reason = "late"
 
+
+ERR_IN_STATUS, ERR_TRUNCATE = MPI.ERR_IN_STATUS, MPI.ERR_TRUNCATE
+ERR_PENDING = getattr(MPI, "ERR_PENDING", -1)
 
 FAILURE_CLASSES = {
     getattr(MPI, name) for name in ("ERR_PROC_FAILED", "ERR_PROC_FAILED_PENDING", "ERR_REVOKED")
@@ -96,6 +105,9 @@ class Comm:
         self.size = mpi_comm.Get_size()
         self.worker_ids = tuple(worker_ids) if worker_ids is not None else tuple(range(self.size))
         self.deadline_s = deadline_s
+        # id(request) -> (what it is, its receive buffer or None): the words of a late or failed wait
+        self._started: dict[int, tuple] = {}
+        self._statuses: list = []  # reused by every wait: where MPI says each request's own error
 
     @property
     def worker_id(self) -> int:
@@ -114,20 +126,30 @@ class Comm:
         """Tell the communicator where the worker loop stands."""
 
     # -- waiting
-    def wait(self, requests: list, peers: Sequence[int] | None = None) -> None:
+    def wait(self, requests: list, peers: Sequence[int] | None = None, what: str | None = None,
+             receives: dict | None = None) -> None:
         """Wait for all ``requests`` or raise once the deadline passes.
 
         ``peers`` (ranks) are the ones named in the error if it fails; by default every
-        member. The deadline is set at the first unsuccessful test and checked from the
+        member; ``what`` says in words what was waited for (by default the requests and the
+        peers). The deadline is set at the first unsuccessful test and checked from the
         65th on: a short message completes before the clock is ever read twice.
         Between tests the rank yields its core, and sleeps only once the wait has
-        lasted ``YIELD_WINDOW_S`` (see the module's constants)."""
+        lasted ``YIELD_WINDOW_S`` (see the module's constants). On the deadline the
+        point-to-point requests are cancelled; a collective's are left (MPI cannot cancel
+        them: Open MPI answers MPI_ERR_REQUEST). An error MPI carries in a request's status
+        (``MPI_ERR_IN_STATUS``) is unpacked into that request's own error, and a truncated
+        receive says both lengths (``receives``: request index -> its buffer, when the request
+        was not started here)."""
         if peers is None:
             peers = range(self.size)
         deadline = None
         spins = 0
+        statuses = self._statuses
+        if len(statuses) < len(requests):
+            statuses.extend(MPI.Status() for _ in range(len(requests) - len(statuses)))
         try:
-            while not MPI.Request.Testall(requests):
+            while not MPI.Request.Testall(requests, statuses):
                 if deadline is None:
                     started = time.monotonic()
                     deadline = started + self.deadline_s
@@ -135,19 +157,58 @@ class Comm:
                 if spins > SPINS_BEFORE_CLOCK:
                     now = time.monotonic()
                     if now > deadline:
-                        for request in requests:
-                            if request != MPI.REQUEST_NULL:
-                                request.Cancel()
-                        raise PeerLate(f"no answer within {self.deadline_s:g} s",
+                        self._cancel(requests, collective=what is not None and what.startswith(COLLECTIVE))
+                        raise PeerLate(f"no answer within {self.deadline_s:g} s: rank {self.rank} waited for "
+                                       f"{what or self._described(requests, peers)}",
                                        [self.worker_ids[p] for p in peers])
                     if now - started < YIELD_WINDOW_S:
                         _yield()
                     else:
                         time.sleep(LONG_WAIT_PAUSE_S)
         except MPI.Exception as exc:
-            raise translate(exc, [self.worker_ids[p] for p in peers]) from None
+            who = [self.worker_ids[p] for p in peers]
+            if exc.Get_error_class() == ERR_IN_STATUS:
+                raise self._in_status(requests, statuses, receives or {}, who) from None
+            raise translate(exc, who) from None
         if self._after:
             self._finish_staged(requests)
+
+    def _in_status(self, requests: list, statuses: list, receives: dict, who) -> CommError:
+        """The first error a request's status carries, in words."""
+        for i, request in enumerate(requests):
+            code = statuses[i].Get_error()
+            if code in (MPI.SUCCESS, ERR_PENDING):
+                continue
+            buf = receives.get(i, self._started.get(id(request), (None, None))[1])
+            if MPI.Get_error_class(code) == ERR_TRUNCATE and buf is not None:
+                itemsize = getattr(buf, "itemsize", 1) or 1
+                sent = statuses[i].Get_count(MPI.BYTE) // itemsize
+                return CommError(f"rank {self.rank} received {getattr(buf, 'size', len(buf))} elements where its "
+                                 f"send had {sent} ({MPI.Get_error_string(code)})", who)
+            if MPI.Get_error_class(code) in FAILURE_CLASSES:
+                return PeerFailed(f"peer failure ({MPI.Get_error_string(code)})", who)
+            return CommError(f"MPI error: {MPI.Get_error_string(code)}", who)
+        return CommError("MPI error: MPI_ERR_IN_STATUS with no request's status naming its error", who)
+
+    @staticmethod
+    def _cancel(requests: list, collective: bool) -> None:
+        if collective:
+            return
+        for request in requests:
+            if request != MPI.REQUEST_NULL:
+                try:
+                    request.Cancel()
+                except MPI.Exception:
+                    pass  # an MPI that cannot cancel it leaves it pending; the wait is over either way
+
+    def _described(self, requests: list, peers) -> str:
+        known = [self._started.get(id(r), (None,))[0] for r in requests]
+        if known and all(known):
+            return " and ".join(dict.fromkeys(known))
+        peers = list(peers)
+        who = ("every rank" if len(peers) == self.size and self.size > 1 else
+               f"rank {peers[0]}" if len(peers) == 1 else "ranks " + ", ".join(map(str, peers)))
+        return f"{len(requests)} request(s) with {who}"
 
     def _finish_staged(self, requests: list) -> None:
         """Land the staged device buffers of the completed ``requests``.
@@ -174,17 +235,20 @@ class Comm:
                 requests = [self.mpi.Irecv(recvbuf, source, tag), self.mpi.Isend(sendbuf, dest, tag)]
             except MPI.Exception as exc:
                 raise translate(exc, [self.worker_ids[p] for p in (dest, source)]) from None
-            self.wait(requests, (dest, source))
+            self.wait(requests, (dest, source), f"a send to rank {dest} and a receive from rank {source}",
+                      {0: recvbuf})
             return
         requests = [self._start(self.mpi.Irecv, self.transfer.incoming(recvbuf), source, tag),
                     self._start(self.mpi.Isend, self.transfer.outgoing(sendbuf), dest, tag)]
-        self.wait(requests, (dest, source))
+        self.wait(requests, (dest, source), f"a send to rank {dest} and a receive from rank {source}")
 
     def send(self, buf, dest: int, tag: int = 0) -> None:
-        self.wait([self._start(self.mpi.Isend, self.transfer.outgoing(buf), dest, tag)], (dest,))
+        self.wait([self._start(self.mpi.Isend, self.transfer.outgoing(buf), dest, tag)], (dest,),
+                  f"a send to rank {dest}")
 
     def recv(self, buf, source: int, tag: int = 0) -> None:
-        self.wait([self._start(self.mpi.Irecv, self.transfer.incoming(buf), source, tag)], (source,))
+        self.wait([self._start(self.mpi.Irecv, self.transfer.incoming(buf), source, tag)], (source,),
+                  f"a receive from rank {source}")
 
     def isend(self, buf, dest: int, tag: int = 0):
         if self.transfer.device is None and type(buf) is _HOST:
@@ -204,6 +268,12 @@ class Comm:
             raise translate(exc, [self.worker_ids[peer]]) from None
         if done is not None:
             self._after.append((request, done))
+        # what each recent request is, so a late wait can say it in words (bounded: a few rounds' worth)
+        receive = "recv" in call.__name__.lower()
+        self._started[id(request)] = ((f"a receive from rank {peer}", buf) if receive
+                                      else (f"a send to rank {peer}", None))
+        if len(self._started) > STARTED_KEPT:
+            del self._started[next(iter(self._started))]
         return request
 
     # -- collectives (data plane)
@@ -236,7 +306,8 @@ class Comm:
             request = call(*args)
         except MPI.Exception as exc:
             raise translate(exc, [self.worker_ids[p] for p in everyone]) from None
-        self.wait([request], everyone)
+        name = COLLECTIVE_NAMES.get(call.__name__, call.__name__)
+        self.wait([request], everyone, f"{COLLECTIVE} {name} with every rank")
         for done in finish:  # staged device buffers: release and land after completion
             if done is not None:
                 done()
