@@ -75,8 +75,7 @@ class PeerLate(CommError):
     reason = "late"
 
 
-ERR_IN_STATUS, ERR_TRUNCATE = MPI.ERR_IN_STATUS, MPI.ERR_TRUNCATE
-ERR_PENDING = getattr(MPI, "ERR_PENDING", -1)
+ERR_IN_STATUS, ERR_TRUNCATE, ERR_PENDING = MPI.ERR_IN_STATUS, MPI.ERR_TRUNCATE, getattr(MPI, "ERR_PENDING", -1)
 
 FAILURE_CLASSES = {
     getattr(MPI, name) for name in ("ERR_PROC_FAILED", "ERR_PROC_FAILED_PENDING", "ERR_REVOKED")
@@ -188,13 +187,11 @@ class Comm:
             if MPI.Get_error_class(code) in FAILURE_CLASSES:
                 return PeerFailed(f"peer failure ({MPI.Get_error_string(code)})", who)
             return CommError(f"MPI error: {MPI.Get_error_string(code)}", who)
-        return CommError("MPI error: MPI_ERR_IN_STATUS with no request's status naming its error", who)
+        return CommError("MPI error: MPI_ERR_IN_STATUS, and no request's status names its error", who)
 
     @staticmethod
     def _cancel(requests: list, collective: bool) -> None:
-        if collective:
-            return
-        for request in requests:
+        for request in [] if collective else requests:
             if request != MPI.REQUEST_NULL:
                 try:
                     request.Cancel()
