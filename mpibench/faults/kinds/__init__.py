@@ -20,7 +20,10 @@ A kind's module holds everything about that kind of fault that is data:
 * ``on_mark(event, injector, step, phase)`` or None: its effect, called by the
   communicator wrapper at every phase mark of the worker loop. The built-in
   kinds' effects are None here and live in the wrapper itself (see
-  ARCHITECTURE.md, "A fault kind").
+  ARCHITECTURE.md, "A fault kind");
+* ``log_row(event, step)`` or None: the ``faults.csv`` row (phase, rank,
+  detail) of a committed step, or None for no row; the built-in kinds' rows
+  come from the recovery layer's own paths (:mod:`mpibench.faults.fault_log`).
 
 The order of :data:`KINDS` is the canonical order of a schedule's events (kills,
 delays, partitions, then outside kinds in the order they were named). Outside
@@ -41,7 +44,7 @@ ENV_VAR = "MPIBENCH_FAULT_KINDS"
 ENTRY_POINT_GROUP = "mpibench.fault_kinds"
 PARTS = ("NAME", "EVENT", "check_event", "check_schedule", "TOML_FIELDS", "TOML_DOC", "from_toml", "to_toml",
          "DRAW_ORDER", "draw", "first_step", "last_step", "shrink_moves", "shifted", "without_worker",
-         "acts_at", "NEEDS_ULFM", "GLYPH", "COLOUR", "on_mark")
+         "acts_at", "NEEDS_ULFM", "GLYPH", "COLOUR", "on_mark", "log_row")
 BUILTIN = (kill, delay, partition)
 KINDS: list = list(BUILTIN)
 

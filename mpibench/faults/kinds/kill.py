@@ -135,3 +135,5 @@ def without_worker(event: Kill, gone: int, renumber):
 
 # Its effect is the wrapper's own (mpibench/faults/wrapper.py): see ARCHITECTURE.md, "A fault kind".
 on_mark = None
+# Its faults.csv rows come from the recovery layer (mpibench/faults/fault_log.py).
+log_row = None
