@@ -117,6 +117,17 @@ def test_without_the_variable_the_kind_is_unknown(outside, tmp_path):
     assert "unknown key or event kind 'pause'" in proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("named, said", [("no_such_kind_module", "cannot import fault kind module 'no_such_kind_module'"),
+                                         ("json", "fault kind module 'json' lacks NAME, EVENT")])
+def test_a_bad_outside_kind_is_one_line_and_exit_2(outside, tmp_path, named, said):
+    work, env = outside
+    proc = _cli(dict(env, MPIBENCH_FAULT_KINDS=named), "run", "--engine", "sim", "--steps", "2",
+                "--out", str(tmp_path / "run"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"mpibench: error: MPIBENCH_FAULT_KINDS: {said}"), lines
+
+
 def test_outside_kind_joins_the_registry_after_the_builtins_and_leaves_their_draws(outside):
     work, env = outside
     code = ("import json; from mpibench.faults import kinds; from mpibench.faults.random_schedule import "

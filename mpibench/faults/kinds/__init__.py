@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 from . import delay, kill, partition
 
@@ -81,13 +82,17 @@ def _outside_modules() -> list[str]:
 
 
 def _load_outside() -> None:
+    """Register the outside kinds. A module that cannot be imported or is incomplete is the
+    user's input: one line and exit status 2, before any command starts (this runs on import)."""
     for name in _outside_modules():
         try:
             module = importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - any import failure is the user's input
-            raise ImportError(f"{ENV_VAR}: cannot import fault kind module {name!r} "
-                              f"({type(exc).__name__}: {exc})") from None
-        register(module)
+            register(module)
+        except Exception as exc:  # noqa: BLE001 - any failure here is the user's input
+            detail = (str(exc) if isinstance(exc, ValueError)
+                      else f"cannot import fault kind module {name!r} ({type(exc).__name__}: {exc})")
+            print(f"mpibench: error: {ENV_VAR}: {detail}", file=sys.stderr)
+            raise SystemExit(2) from None
 
 
 def by_name(name: str):
