@@ -8,14 +8,17 @@ candidate for which ``still_fails`` holds, then starts over from there. It stops
 result is then locally minimal: no single simplification keeps the failure)
 or when the budget of runs is spent. Candidates that do not validate for
 their world size are skipped without a run. Everything here is pure apart
-from ``still_fails``, which the sweep backs with a real MPI job.
+from ``still_fails``, which the sweep backs with a real MPI job. The moves of one
+event are its kind's (``shrink_moves``, ``shifted``, ``without_worker`` in
+:mod:`mpibench.faults.kinds`): the search itself knows no kind.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from mpibench.faults.schedule import Delay, Kill, Partition, Schedule, validate
+from mpibench.faults import kinds
+from mpibench.faults.schedule import Schedule, validate
 
 MIN_WORKERS = 2
 
@@ -41,19 +44,11 @@ class Shrunk:
 
 
 def last_step(event) -> int:
-    if isinstance(event, Kill):
-        return event.step
-    if isinstance(event, Delay):
-        return max(event.steps)
-    return event.from_step if event.to_step is None else event.to_step - 1
+    return kinds.of(event).last_step(event)
 
 
 def first_step(event) -> int:
-    if isinstance(event, Kill):
-        return event.step
-    if isinstance(event, Delay):
-        return min(event.steps)
-    return event.from_step
+    return kinds.of(event).first_step(event)
 
 
 # ---------------------------------------------------------------------------- candidates
@@ -64,36 +59,13 @@ def with_events(c: Candidate, events, workers: int | None = None, steps: int | N
 
 
 def earlier(event) -> Iterator:
-    """The event moved earlier, or made shorter or milder, one way at a time."""
-    if isinstance(event, Kill):
-        if event.step > 0:
-            yield replace(event, step=event.step // 2)
-            if event.step // 2 != event.step - 1:
-                yield replace(event, step=event.step - 1)
-        if event.phase == "mid_reduction" and event.messages > 1:
-            yield replace(event, messages=event.messages - 1)
-    elif isinstance(event, Delay):
-        if len(event.steps) > 1:
-            for s in event.steps:
-                yield replace(event, steps=tuple(x for x in event.steps if x != s))
-        if min(event.steps) > 0:
-            yield replace(event, steps=tuple(s - 1 for s in event.steps))
-    elif isinstance(event, Partition):
-        if event.from_step > 0:
-            yield replace(event, from_step=event.from_step - 1,
-                          to_step=None if event.to_step is None else event.to_step - 1)
-        if event.to_step is not None and event.to_step - event.from_step > 1:
-            yield replace(event, to_step=event.to_step - 1)
+    """The event moved earlier, or made shorter or milder, one way at a time (its kind's moves)."""
+    yield from kinds.of(event).shrink_moves(event)
 
 
 def shifted(event, by: int):
     """``event`` moved ``by`` steps (negative: earlier)."""
-    if isinstance(event, Kill):
-        return replace(event, step=event.step + by)
-    if isinstance(event, Delay):
-        return replace(event, steps=tuple(s + by for s in event.steps))
-    return replace(event, from_step=event.from_step + by,
-                   to_step=None if event.to_step is None else event.to_step + by)
+    return kinds.of(event).shifted(event, by)
 
 
 def without_worker(event, gone: int):
@@ -105,11 +77,7 @@ def without_worker(event, gone: int):
     def renumber(rank: int) -> int:
         return rank - 1 if rank > gone else rank
 
-    if isinstance(event, (Kill, Delay)):
-        return None if event.rank == gone else replace(event, rank=renumber(event.rank))
-    sides = tuple(tuple(renumber(r) for r in side if r != gone) for side in event.sides)
-    sides = tuple(s for s in sides if s)
-    return replace(event, sides=sides) if len(sides) >= 2 else None
+    return kinds.of(event).without_worker(event, gone, renumber)
 
 
 def simpler(c: Candidate, violation_step: int | None = None) -> Iterator[Candidate]:

@@ -5,6 +5,7 @@ job's own sweep."""
 from __future__ import annotations
 
 from mpibench.base.exits import EXIT_PARTIAL
+from mpibench.faults import kinds
 
 from .alone import BATCH_ONLY
 from .cases import CRASH, HANG, NO_VERDICT, NOT_RUN, OK, OUTCOMES, VIOLATION, Outcome, is_finding, stderr_gist
@@ -13,7 +14,7 @@ from .cases import CRASH, HANG, NO_VERDICT, NOT_RUN, OK, OUTCOMES, VIOLATION, Ou
 def tally(outcomes: list[Outcome]) -> dict:
     """Outcome counts, scheduled events by kind, and faults.csv rows by kind."""
     counts = {k: sum(o.outcome == k for o in outcomes) for k in OUTCOMES}
-    planned = {"kill": 0, "delay": 0, "partition": 0}
+    planned = {k.NAME: 0 for k in kinds.KINDS}
     injected: dict[str, int] = {}
     for o in outcomes:
         for event in o.case.schedule.events:
@@ -47,7 +48,9 @@ def summary_text(outcomes: list[Outcome], wall_s: float) -> str:
              f"{counts[NO_VERDICT]} without a verdict"
              + (f", {counts[NOT_RUN]} not run (the launch cannot support them)" if counts[NOT_RUN] else ""),
              f"scheduled: {planned['kill']} kills, {planned['partition']} partitions, "
-             f"{planned['delay']} stragglers; faults.csv rows: "
+             f"{planned['delay']} stragglers"
+             + "".join(f", {n} {name}" for name, n in planned.items() if name not in ("kill", "partition", "delay"))
+             + "; faults.csv rows: "
              + (", ".join(f"{n} {k}" for k, n in sorted(injected.items())) or "none")]
     for o in outcomes:
         if o.outcome != OK:

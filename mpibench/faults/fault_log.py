@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from mpibench.base.records import ranks_text
 
+from . import kinds
+
 
 class FaultLog:
     def __init__(self, config, schedule, pids: dict[int, int]):
@@ -55,6 +57,15 @@ class FaultLog:
             if step in d.steps and d.rank in trainer.comm.worker_ids:
                 fate = "dropped from this step (late)" if d.rank in late else "waited for"
                 self.row(trainer, step, d.where, d.rank, "delay", f"{d.seconds:g} s before {d.where}; {fate}")
+
+    def outside_kinds(self, trainer, step: int) -> None:
+        """A row for each event of a kind with a ``log_row`` (outside kinds) at a committed step."""
+        for event in self.schedule.events:
+            log_row = kinds.of(event).log_row
+            row = log_row(event, step) if log_row is not None else None
+            if row is not None:
+                phase, rank, detail = row
+                self.row(trainer, step, phase, rank, event.kind, detail)
 
     def stalls(self, trainer, step: int, committed: bool, digests: dict[int, str]) -> None:
         why = "no majority: nothing committed" if not committed else "cut off: nothing applied"

@@ -184,6 +184,7 @@ class FaultRecovery(Recovery):
         s = self.state
         if decision == "commit":
             self.log.delays(trainer, step, s.late)
+            self.log.outside_kinds(trainer, step)
             if s.stalled:
                 self.log.stalls(trainer, step, True, self._stall_digests)
             return decision

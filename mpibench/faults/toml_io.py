@@ -6,6 +6,10 @@ Layout (ranks may be negative: -1 is the last rank)::
     world_size = 4                   # optional; must match the job when given
     [options]                        # optional run options, e.g.
     straggler_deadline = 0.15
+
+followed by one array of tables per fault kind, ``[[NAME]]``, its fields the
+kind's own (``TOML_DOC`` of each module in :mod:`.kinds`)::
+
     [[kill]]
     rank = -1
     step = 2
@@ -32,16 +36,15 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from .schedule import Delay, Kill, Partition, Schedule
+from . import kinds
+from .kinds.common import toml_str, toml_value
+from .schedule import Schedule
 
-KINDS = {"kill": Kill, "delay": Delay, "partition": Partition}
-FIELDS = {
-    "kill": {"rank": True, "step": True, "phase": False, "messages": False},
-    "delay": {"rank": True, "steps": True, "seconds": True, "where": False},
-    "partition": {"sides": True, "from_step": True, "to_step": False},
-}
 OPTION_TYPES = {"straggler_deadline": (int, float), "samples": int, "batch_size": int}
-TOP = {"name", "world_size", "options", *KINDS}
+
+
+def _top() -> set:
+    return {"name", "world_size", "options", *kinds.names()}
 
 
 def load_file(path: str, world_size: int) -> Schedule:
@@ -65,10 +68,10 @@ def loads(text: str, world_size: int, default_name: str = "schedule") -> Schedul
 
 
 def from_dict(data: dict, world_size: int, default_name: str) -> Schedule:
-    unknown = set(data) - TOP
+    unknown = set(data) - _top()
     if unknown:
         raise ValueError(f"unknown key or event kind {sorted(unknown)[0]!r} "
-                         f"(kinds: {', '.join(KINDS)})")
+                         f"(kinds: {', '.join(kinds.names())})")
     name = data.get("name", default_name)
     if not isinstance(name, str):
         raise ValueError("name must be a string")
@@ -76,59 +79,28 @@ def from_dict(data: dict, world_size: int, default_name: str) -> Schedule:
     if declared is not None and declared != world_size:
         raise ValueError(f"schedule {name!r} is written for {declared} ranks, the job has {world_size}")
     events = []
-    for kind, cls in KINDS.items():
-        entries = data.get(kind, [])
+    for kind in kinds.KINDS:
+        entries = data.get(kind.NAME, [])
         if not isinstance(entries, list):
-            raise ValueError(f"{kind} must be an array of tables ([[{kind}]])")
+            raise ValueError(f"{kind.NAME} must be an array of tables ([[{kind.NAME}]])")
         for i, entry in enumerate(entries):
-            events.append(cls(**_fields(kind, i, entry, world_size)))
+            where = f"{kind.NAME} #{i + 1}"
+            _check_fields(kind, where, entry)
+            events.append(kind.from_toml(entry, where, world_size))
     return Schedule(name, world_size, tuple(events), _options(data.get("options", {})))
 
 
-def _fields(kind: str, index: int, entry, n: int) -> dict:
-    where = f"{kind} #{index + 1}"
+def _check_fields(kind, where: str, entry) -> None:
+    """The table holds only ``kind``'s fields and every required one (the kind reads their values)."""
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: must be a table")
-    spec = FIELDS[kind]
+    spec = kind.TOML_FIELDS
     unknown = set(entry) - set(spec)
     if unknown:
         raise ValueError(f"{where}: unknown field {sorted(unknown)[0]!r} (fields: {', '.join(spec)})")
     missing = [f for f, required in spec.items() if required and f not in entry]
     if missing:
         raise ValueError(f"{where}: missing field {missing[0]!r}")
-    out = dict(entry)
-    if "rank" in out:
-        out["rank"] = _rank(out["rank"], n, where)
-    if "steps" in out:
-        out["steps"] = _int_tuple(out["steps"], where, "steps")
-    if "sides" in out:
-        if not isinstance(out["sides"], list):
-            raise ValueError(f"{where}: sides must be a list of rank lists")
-        out["sides"] = tuple(tuple(_rank(r, n, where) for r in _int_tuple(s, where, "sides"))
-                             for s in out["sides"])
-    for name in ("step", "from_step", "to_step", "messages"):
-        if name in out and (not isinstance(out[name], int) or isinstance(out[name], bool)):
-            raise ValueError(f"{where}: {name} must be a whole number")
-    for name in ("phase", "where"):
-        if name in out and not isinstance(out[name], str):
-            raise ValueError(f"{where}: {name} must be a string")
-    if "seconds" in out and (not isinstance(out["seconds"], (int, float)) or isinstance(out["seconds"], bool)):
-        raise ValueError(f"{where}: seconds must be a number")
-    return out
-
-
-def _rank(value, n: int, where: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{where}: rank {value!r} must be a whole number")
-    if -n <= value < 0:
-        return n + value
-    return value  # out-of-range ranks are named by validate()
-
-
-def _int_tuple(value, where: str, what: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ValueError(f"{where}: {what} must be a list of whole numbers")
-    return tuple(value)
 
 
 def _options(options) -> tuple:
@@ -146,31 +118,9 @@ def _options(options) -> tuple:
 
 def dump(schedule: Schedule) -> str:
     """TOML text that :func:`loads` turns back into ``schedule``."""
-    lines = [f"name = {_str(schedule.name)}", f"world_size = {schedule.world_size}"]
+    lines = [f"name = {toml_str(schedule.name)}", f"world_size = {schedule.world_size}"]
     if schedule.options:
-        lines += ["", "[options]"] + [f"{k} = {_value(v)}" for k, v in schedule.options]
+        lines += ["", "[options]"] + [f"{k} = {toml_value(v)}" for k, v in schedule.options]
     for e in schedule.events:
-        lines += ["", f"[[{e.kind}]]"]
-        if isinstance(e, Kill):
-            lines += [f"rank = {e.rank}", f"step = {e.step}", f"phase = {_str(e.phase)}",
-                      f"messages = {e.messages}"]
-        elif isinstance(e, Delay):
-            lines += [f"rank = {e.rank}", f"steps = {_value(list(e.steps))}",
-                      f"seconds = {_value(e.seconds)}", f"where = {_str(e.where)}"]
-        else:
-            lines += [f"sides = {_value([list(s) for s in e.sides])}", f"from_step = {e.from_step}"]
-            if e.to_step is not None:
-                lines.append(f"to_step = {e.to_step}")
+        lines += ["", f"[[{e.kind}]]"] + kinds.of(e).to_toml(e)
     return "\n".join(lines) + "\n"
-
-
-def _str(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _value(v) -> str:
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)

@@ -25,6 +25,7 @@ from typing import Sequence
 
 from mpibench.sync.comm import Comm, PeerLate, PeerUnreachable
 
+from . import kinds
 from .schedule import Schedule
 
 
@@ -53,6 +54,9 @@ class Injector:
         # Then the delay ends at once and the data plane reports the worker late.
         self.wake = lambda: False
         self.abandoned = False
+        # Kinds whose effect is their own module's ``on_mark`` (outside kinds); the built-in
+        # kinds' effects are this class's own (_maybe_die, _maybe_delay, sent, reachable).
+        self.hooks = [(kinds.of(e).on_mark, e) for e in schedule.events if kinds.of(e).on_mark is not None]
 
     # -- where the loop stands
     def enter(self, step: int) -> None:
@@ -73,6 +77,8 @@ class Injector:
         self._maybe_die(step, phase)
         if phase == "before_compute":
             self._maybe_delay(step)
+        for on_mark, event in self.hooks:
+            on_mark(event, self, step, phase)
 
     def _maybe_die(self, step: int, phase: str) -> None:
         # A kill whose phase the loop has passed without it firing (a reduction with
@@ -105,6 +111,12 @@ class Injector:
             self._sleep(delay.seconds)
         else:
             self._send_delay_s = delay.seconds
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` as a delay does (ended early when the step commits without this
+        worker); counted towards this step's lateness. For kinds' ``on_mark``."""
+        self.slept_s += seconds
+        self._sleep(seconds)
 
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from mpibench.faults import kinds
+
 from .htmlparts import esc, num
 from .svgaxes import Scale, nice_ticks, padded
 
@@ -22,8 +24,11 @@ PLOT_X0, PLOT_X1 = 48, 440
 LOSS_Y0, LOSS_Y1 = 16, 112  # top, bottom
 BATCH_Y0, BATCH_Y1 = 124, 196
 SCATTER_X0, SCATTER_X1 = 498, 630
-FAULT_COLOURS = {"kill": "#c0392b", "partition": "#8e44ad", "delay": "#e67e22"}
-FAULT_GLYPHS = {"kill": "✕", "partition": "∥", "delay": "◷"}
+# Each fault kind's mark, from its module (mpibench/faults/kinds/); the legend lists them
+# in this order (kill, partition, delay as before, then outside kinds).
+_MARK_ORDER = {"kill": 0, "partition": 1, "delay": 2}
+FAULT_COLOURS = {k.NAME: k.COLOUR for k in sorted(kinds.KINDS, key=lambda k: _MARK_ORDER.get(k.NAME, 3))}
+FAULT_GLYPHS = {k.NAME: k.GLYPH for k in sorted(kinds.KINDS, key=lambda k: _MARK_ORDER.get(k.NAME, 3))}
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 # Ring and PS usually give the same curve: the first is drawn wide and pale, the next dashed on top.
 STROKES = [(3.2, 0.5, ""), (1.3, 1.0, "5 3"), (1.1, 1.0, "2 2"), (1.1, 1.0, "6 2 1 2")]
