@@ -1,5 +1,6 @@
 """The manual builds without a warning, its CLI reference is the click commands', and
-the README stays a front page (at most 200 lines) that links into the manual."""
+the README stays a front page (at most 200 lines) that links into the manual, and the manual
+stays within its size (measurement narrative lives in the lab)."""
 from __future__ import annotations
 
 import re
@@ -39,6 +40,15 @@ def test_the_readme_is_a_front_page():
         assert (ROOT / link).is_file(), link
     for page in ("docs/checking.md", "docs/strategy-api.md", "docs/verdicts.md", "docs/clusters.md"):
         assert page in links, page
+
+
+MANUAL_LINES_MAX = 2600  # a manual, not a notebook: what was measured lives in lab/findings.md
+
+
+def test_the_manual_stays_a_manual():
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    lines = sum(len(page.read_text().splitlines()) for page in pages)
+    assert lines <= MANUAL_LINES_MAX, f"docs/*.md holds {lines} lines; move measurement narrative to lab/findings.md"
 
 
 def test_measured_figures_come_from_result_files():
