@@ -31,8 +31,8 @@ from simrun import run_cli
 def test_each_replica_group_owns_every_element_once_as_the_checker_models_it(p, n):
     ids = list(range(10, 10 + p))
     random.Random(p * 11 + n).shuffle(ids)  # a replacement can sit at any rank
-    shards, owners = model.expected("hsdp", tuple(ids), n)
-    groups = model.replica_groups("hsdp", ids)
+    shards, owners = model.expected("replica-halves", tuple(ids), n)
+    groups = model.replica_groups("replica-halves", ids)
     assert len(groups) == (1 if p == 1 else 2) and sorted(sum(groups, [])) == sorted(ids)
     stepped = {k: [] for k in range(len(groups))}
     for rank in range(p):
@@ -135,7 +135,7 @@ def test_the_checker_bites_on_planted_hsdp_evidence(tmp_path, plant, invariant):
         attempt["optimizer"] = [[o, n, base64.b64encode(np.zeros(n, "<f4").tobytes()).decode()]
                                 for o, n, _ in attempt["optimizer"]]
     elif plant == "no-replicas":  # owners as if one group of three held one shard each
-        shards, owners = model.expected("zero-ring", tuple(attempt["group"]), 676)
+        shards, owners = model.expected("shard-per-member", tuple(attempt["group"]), 676)
         attempt["sharding"]["shards"], attempt["sharding"]["owners"] = [list(s) for s in shards], list(owners)
     else:
         attempt["sharding"]["gathered"][0] = "0" * 32

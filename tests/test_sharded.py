@@ -22,7 +22,7 @@ from mpibench.results.calibration import Calibration
 from mpibench.results.costmodel import ring_s
 from mpibench.sim.exhaustive import SHARDED as EXHAUSTIVE_SHARDED, ExhaustivePlan
 from mpibench.sync import sharding
-from mpibench.sync.registry import SHARDED
+from mpibench.sync.registry import BUILTIN, SHARDED
 from mpibench.sync.zero_halving import ZeroHalving
 from mpibench.sync.zero_ring import ZeroRing
 from mpibench.job.bench.sharded import fix_row
@@ -49,7 +49,7 @@ def test_layout_covers_params_and_buffer_with_a_count_slot_per_shard(p, n):
 def test_each_rank_owns_what_the_checker_expects_in_any_rank_order(cls, p, n):
     ids = list(range(10, 10 + p))
     random.Random(p * 7 + n).shuffle(ids)  # a replacement can sit at any rank
-    shards, owners = model.expected(cls.name, tuple(ids), n)
+    shards, owners = model.expected(cls.sharding_kind, tuple(ids), n)
     stepped = []
     for rank in range(p):
         strategy = cls(FakeComm(rank, p, tuple(ids)), NumpyBackend(), n)
@@ -62,7 +62,10 @@ def test_each_rank_owns_what_the_checker_expects_in_any_rank_order(cls, p, n):
 
 
 def test_the_sharded_names_agree_everywhere():
-    assert SHARDED == EXHAUSTIVE_SHARDED == model.SHARDED
+    assert SHARDED == EXHAUSTIVE_SHARDED
+    # the checker's reading of case.json files written before strategies declared their cut
+    assert model.BEFORE_DECLARED == {name: BUILTIN[name].sharding_kind for name in SHARDED}
+    assert set(model.KINDS) == set(sharding.SHARDING_KINDS)
 
 
 def schedule(name, n=3):

@@ -1,30 +1,45 @@
 """The checker's own model of a sharded step: which shards exist and who owns each.
 
-Nothing here comes from the production path: the shard widths, the number of
-shards and the owner of each are recomputed from the strategy's name and the
-step's group, the way the strategies document them (``zero-ring``: one shard
-per group member, member ``i`` owning shard ``i``; ``zero-halving``: one shard
-per core rank of the largest power of two ``q`` not above ``p``, the first
-``2 (p - q)`` members folded in pairs, the odd one of each pair in the core).
-Widths: the first ``n % s`` shards one element longer, zero-width shards when
-there are fewer elements than shards.
+Nothing here comes from the production path. A strategy declares in ``case.json``
+(``sharding``) which of the documented cuts it makes; the shard widths, the number of
+shards and the owner of each are recomputed here from that name and the step's group:
 
-``hsdp`` (shards within a group, replicas across groups): the group in
-ascending worker id is cut into two replica groups (one when it has a single
-member), the first ``ceil(p / 2)`` members and the rest. There are
-``ceil(p / 2)`` shards; in replica group ``k`` of ``m`` members, shard ``i``
-is owned by its member at position ``i mod m``, so every shard has one owner
-in each replica group. The model lists the shards once per replica group,
-group by group, with the owner of each.
+* ``shard-per-member`` (``zero-ring``): one shard per group member, member ``i`` (in
+  ascending worker id) owning shard ``i``;
+* ``halving-core`` (``zero-halving``): one shard per core rank of the largest power of two
+  ``q`` not above ``p``, the first ``2 (p - q)`` members folded in pairs, the odd one of each
+  pair in the core;
+* ``replica-halves`` (``hsdp``: shards within a group, replicas across groups): the group
+  is cut into two replica groups (one when it has a single member), the first ``ceil(p / 2)``
+  members and the rest; there are ``ceil(p / 2)`` shards and in replica group ``k`` of ``m``
+  members shard ``i`` is owned by its member at position ``i mod m``, so every shard has one
+  owner in each replica group. The model lists the shards once per replica group.
+
+Widths: the first ``n % s`` shards one element longer, zero-width shards when there are
+fewer elements than shards. A case.json written before strategies declared their cut has no
+``sharding`` key; for those the three built-in strategies' names stand for their cuts.
 """
 from __future__ import annotations
 
-SHARDED = ("zero-ring", "zero-halving", "hsdp")
-REPLICATED_SHARDS = ("hsdp",)  # strategies whose every shard has one owner per replica group
+KINDS = ("shard-per-member", "halving-core", "replica-halves")
+REPLICATED = ("replica-halves",)  # cuts whose every shard has one owner per replica group
+# case.json files from before the "sharding" key: the cuts the built-in strategies made then
+BEFORE_DECLARED = {"zero-ring": "shard-per-member", "zero-halving": "halving-core", "hsdp": "replica-halves"}
+
+
+def kind_of(case) -> str | None:
+    """The case's declared cut (None: not sharded); ValueError for a cut this model does not know."""
+    if "sharding" not in case.info:
+        return BEFORE_DECLARED.get(case.info.get("strategy"))
+    kind = case.info["sharding"]
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"case.json declares sharding {kind!r}, which the checker does not know "
+                         f"(one of {', '.join(KINDS)})")
+    return kind
 
 
 def is_sharded(case) -> bool:
-    return case.info.get("strategy") in SHARDED
+    return kind_of(case) is not None
 
 
 def shard_pieces(n: int, shards: int) -> list[tuple[int, int]]:
@@ -47,24 +62,24 @@ def _core_positions(p: int) -> list[int]:
     return [2 * v + 1 if v < extra else v + extra for v in range(q)]
 
 
-def replica_groups(strategy: str, group) -> list[list[int]]:
-    """The worker ids of each replica group (one group, all members, for an unreplicated strategy)."""
+def replica_groups(kind: str, group) -> list[list[int]]:
+    """The worker ids of each replica group (one group, all members, for an unreplicated cut)."""
     members = sorted(group)
-    if strategy not in REPLICATED_SHARDS or len(members) < 2:
+    if kind not in REPLICATED or len(members) < 2:
         return [members]
     first = (len(members) + 1) // 2
     return [members[:first], members[first:]]
 
 
-def expected(strategy: str, group: tuple, n: int) -> tuple[list, tuple]:
-    """(shards, owner worker ids) the strategy must use over ``group`` (worker ids, ascending);
+def expected(kind: str, group: tuple, n: int) -> tuple[list, tuple]:
+    """(shards, owner worker ids) the cut ``kind`` makes over ``group`` (worker ids, ascending);
     for a replicated one, every replica group's shards in turn."""
     members = sorted(group)
-    if strategy in REPLICATED_SHARDS:
-        groups = replica_groups(strategy, members)
+    if kind in REPLICATED:
+        groups = replica_groups(kind, members)
         pieces = shard_pieces(n, len(groups[0]))
         return pieces * len(groups), tuple(g[i % len(g)] for g in groups for i in range(len(pieces)))
-    positions = list(range(len(members))) if strategy == "zero-ring" else _core_positions(len(members))
+    positions = list(range(len(members))) if kind == "shard-per-member" else _core_positions(len(members))
     return shard_pieces(n, len(positions)), tuple(members[i] for i in positions)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from mpi4py import MPI
 
 from mpibench.sync.comm import Comm
+from mpibench.sync.registry import lookup
 from mpibench.base.config import RunConfig, UsageError, replay_command
 from mpibench.engine.data import make_dataset, make_shards
 from mpibench.engine.history import History, NoHistory, case_id, schedule_data, write_case
@@ -113,6 +114,7 @@ def write_case_json(config: RunConfig, schedule, continuation, world_size: int) 
         "case": os.path.basename(folder), "index": _field(continuation, "case_index") or 0,
         "scenario": config.scenario, "strategy": config.strategy, "recovery": config.recovery,
         "world_size": world_size, "seed": config.seed, "config": config.as_dict(),
+        "sharding": lookup(config.strategy).sharding_kind,
         "schedule": schedule_data(schedule), "replay": replay_command(config, world_size)})
 
 

@@ -86,6 +86,11 @@ class SyncStrategy(ABC):
     """Reduce ``[grad_sum..., count]`` over the membership; apply the mean update."""
 
     name: str = ""
+    # How the strategy cuts the optimizer step among the members, as the checker knows the cuts
+    # (check/sharded.py: "shard-per-member", "halving-core", "replica-halves"); None: every
+    # member steps every parameter. Recorded in each case.json, so the ownership, gathered and
+    # optimizer-state invariants judge any strategy that declares one, plugins included.
+    sharding_kind: str | None = None
 
     def __init__(self, comm, backend, n_params: int, options: dict | None = None):
         self.comm = comm

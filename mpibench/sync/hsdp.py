@@ -107,6 +107,7 @@ def lost_shards(members: list[int], dead: set[int]) -> list[int]:
 
 class Hsdp(sharding.ShardedStrategy):
     name = "hsdp"
+    sharding_kind = "replica-halves"  # shards within each half of the group, replicated across the halves
     summary = ("hybrid sharded (HSDP): shards within two replica groups, replicas across them; "
                "a lost shard's optimizer state is handed over from its replica")
     option_names = ()

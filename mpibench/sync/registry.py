@@ -30,6 +30,7 @@ from .native import NativeAllreduce
 from .ps import ParameterServer
 from .rabenseifner import Rabenseifner
 from .rd import RecursiveDoubling
+from .sharding import SHARDING_KINDS, ShardedStrategy
 from .ring import RingAllreduce
 from .zero_halving import ZeroHalving
 from .zero_ring import ZeroRing
@@ -46,7 +47,7 @@ CHECKED: tuple[str, ...] = ("ring", "ps", "rd", "rabenseifner", "hier", "auto")
 
 # The sharded strategies (reduce-scatter, each rank steps its own shard, all-gather): run by
 # name (run, sweep --strategies, sim exhaustive), not in the main job's default set.
-SHARDED: tuple[str, ...] = ("zero-ring", "zero-halving", "hsdp")
+SHARDED: tuple[str, ...] = tuple(name for name, cls in BUILTIN.items() if cls.sharding_kind)
 
 # The options a strategy may read from its ``options`` dict, and what each means.
 OPTIONS: dict[str, str] = {
@@ -85,6 +86,10 @@ class Entry:
         return text or "(no description)"
 
     @property
+    def sharding_kind(self) -> str | None:
+        return getattr(self.cls, "sharding_kind", None)
+
+    @property
     def option_names(self) -> tuple[str, ...]:
         return tuple(getattr(self.cls, "option_names", ()))
 
@@ -102,6 +107,12 @@ def _checked(cls, where: str) -> type[SyncStrategy]:
     unknown = [o for o in getattr(cls, "option_names", ()) if o not in OPTIONS]
     if unknown:
         raise UsageError(f"{where} reads unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTIONS)})")
+    kind = getattr(cls, "sharding_kind", None)
+    if kind not in (None, *SHARDING_KINDS):
+        raise UsageError(f"{where} declares sharding_kind {kind!r} (one of {', '.join(SHARDING_KINDS)}, or None)")
+    if issubclass(cls, ShardedStrategy) and kind is None:
+        raise UsageError(f"{where} is a ShardedStrategy but declares no sharding_kind, so its ownership "
+                         f"could not be judged (one of {', '.join(SHARDING_KINDS)})")
     return cls
 
 

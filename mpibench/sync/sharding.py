@@ -34,6 +34,12 @@ from .base import Reduction, SyncStrategy
 from .rounds import run_rounds
 
 
+# The cuts a strategy may declare (SyncStrategy.sharding_kind), as the checker models them on its
+# own (check/sharded.py): member i owns shard i; one shard per core rank of the power-of-two
+# fold; shards within each half of the group, replicated across the halves.
+SHARDING_KINDS = ("shard-per-member", "halving-core", "replica-halves")
+
+
 @dataclass
 class ShardedReduction(Reduction):
     """A reduction that stepped shards: who owns what, and what this rank stepped."""

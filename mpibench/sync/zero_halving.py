@@ -62,6 +62,7 @@ def halving_rounds(group: list[int], rank: int, buf, scratch, plan: segments.Seg
 
 class ZeroHalving(sharding.ShardedStrategy):
     name = "zero-halving"
+    sharding_kind = "halving-core"  # one shard per core rank of the power-of-two fold
     summary = "sharded (ZeRO-2): reduce-scatter by recursive halving, sharded step, all-gather by doubling"
     option_names = ()
     tag = _TAG

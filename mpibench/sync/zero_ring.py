@@ -57,6 +57,7 @@ def ring_rounds(plan: segments.SegmentPlan, ring: list[int], rank: int, buf, scr
 
 class ZeroRing(sharding.ShardedStrategy):
     name = "zero-ring"
+    sharding_kind = "shard-per-member"  # member i owns shard i
     summary = "sharded (ZeRO-2): ring reduce-scatter, each rank steps its own shard, ring all-gather"
     option_names = ()
     tag = _TAG

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import momentum
 from ..history import floats32
-from ..sharded import contributors, expected, is_sharded
+from ..sharded import contributors, expected, is_sharded, kind_of
 from .equivalence import EPS32, _table, error_terms
 
 NAME = "optimizer_state"
@@ -37,7 +37,7 @@ def _owed(case, a, n: int, started: bool) -> list:
         return []
     if not is_sharded(case):
         return [(0, n)] if n else []
-    shards, owners = expected(case.info["strategy"], a.group, n)
+    shards, owners = expected(kind_of(case), a.group, n)
     return sorted(piece for piece, w in zip(shards, owners) if w == a.worker and piece[1])
 
 

@@ -13,7 +13,7 @@ holds is the reference update over the whole union).
 """
 from __future__ import annotations
 
-from ..sharded import contributors, evidence, expected, is_sharded, replica_groups
+from ..sharded import contributors, evidence, expected, is_sharded, kind_of, replica_groups
 from .coverage import gap
 
 NAME = "ownership"
@@ -32,8 +32,8 @@ def check(case, view):
         e = evidence(a)
         if e is None:
             return False, f"worker {a.worker} committed a sharded step without its sharding evidence"
-        shards, owners = expected(case.info["strategy"], a.group, n)
-        groups = replica_groups(case.info["strategy"], a.group)
+        shards, owners = expected(kind_of(case), a.group, n)
+        groups = replica_groups(kind_of(case), a.group)
         if e["shards"] != shards or e["owners"] != owners:
             return False, (f"worker {a.worker} used shards {e['shards'][:4]} owned by {list(e['owners'])}, "
                            f"expected {shards[:4]} owned by {list(owners)} for group {list(a.group)}")

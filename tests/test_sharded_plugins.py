@@ -1,0 +1,89 @@
+"""An outside sharded strategy is judged like a built-in one: its declared cut (sharding_kind)
+goes into case.json, and the checker's ownership, gathered and optimizer-state invariants hold it
+to its own model of that cut, whatever the strategy is called (mpibench.check.sharded)."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+
+from tests.mpirun import mpi_env, mpirun_command, run_command
+
+PLUGIN = textwrap.dedent('''
+    from mpibench.sync.zero_ring import ZeroRing
+
+
+    class MyZero(ZeroRing):
+        """An outside ZeRO: the ring's reduce-scatter and all-gather under another name."""
+        name = "my-zero"
+
+
+    class MisdeclaredZero(ZeroRing):
+        """Cuts as zero-ring does but declares the halving fold's cut: its owners are not the ones it says."""
+        name = "misdeclared-zero"
+        sharding_kind = "halving-core"
+
+
+    class Undeclared(ZeroRing):
+        name = "undeclared-zero"
+        sharding_kind = None
+''')
+
+
+@pytest.fixture
+def plugin_env(tmp_path):
+    package = tmp_path / "plugins" / "outside_zero"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(PLUGIN)
+    env = mpi_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path / "plugins"), env.get("PYTHONPATH")]))
+    return env
+
+
+def launch(engine, ranks, cls, out, env, scenario="none"):
+    args = ["run", "--strategy", f"outside_zero:{cls}", "--scenario", scenario, "--steps", "6", "--out", str(out)]
+    if engine == "sim":
+        cmd = [sys.executable, "-m", "mpibench", *args, "--engine", "sim", "--ranks", str(ranks)]
+    else:
+        cmd = [*mpirun_command(), "-n", str(ranks), sys.executable, "-m", "mpibench", *args]
+    return run_command(cmd, timeout=180, out=out, env=env)
+
+
+def checks_of(out, invariant):
+    with open(out / "invariants.csv") as fh:
+        return [r for r in csv.DictReader(fh) if r["invariant"] == invariant]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("engine", ["sim", "mpi"])
+def test_an_outside_sharded_strategy_has_its_ownership_judged(engine, tmp_path, plugin_env):
+    out = tmp_path / "run"
+    job = launch(engine, 3, "MyZero", out, plugin_env, scenario="kill-mid-reduction")
+    assert job.returncode == 0, job.text[-3000:]
+    case = next((out / "history").glob("*/case.json"))
+    assert json.loads(case.read_text())["sharding"] == "shard-per-member"
+    for invariant in ("ownership", "gathered"):
+        rows = checks_of(out, invariant)
+        assert rows and all(r["passed"] == "true" for r in rows), (invariant, rows[:3])
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("engine", ["sim", "mpi"])
+def test_a_strategy_whose_owners_are_not_its_declared_cut_is_caught(engine, tmp_path, plugin_env):
+    out = tmp_path / "run"
+    job = launch(engine, 3, "MisdeclaredZero", out, plugin_env)
+    assert job.returncode == 1, job.text[-3000:]
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["verdict"] == "fail" and "ownership" in json.dumps(verdict), verdict
+
+
+def test_a_sharded_strategy_that_declares_no_cut_is_refused_in_one_line(tmp_path, plugin_env):
+    out = tmp_path / "run"
+    job = launch("sim", 2, "Undeclared", out, plugin_env)
+    assert job.returncode == 2, job.text[-2000:]
+    assert "declares no sharding_kind" in job.stderr and "Traceback" not in job.text
+    assert not out.exists()
