@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpibench.job.hsdp_mutants import HSDP_MIXINS
+from mpibench.selftest.variants.hsdp import HSDP_MIXINS
 from mpibench.kernels import NumpyBackend
 from mpibench.sync.hsdp import Hsdp
 from fake_comm import FakeComm
@@ -66,7 +66,7 @@ def test_zero_rings_stale_gather_has_nothing_to_break_in_hsdp_at_3(tmp_path):
 
 @pytest.mark.parametrize("mutant", ["shard-offset", "owner-steps-twice"])
 def test_zero_rings_step_mutants_reach_every_shard_a_member_owns(mutant):
-    from mpibench.job.sharded_mutants import SHARDED_MIXINS
+    from mpibench.selftest.variants.sharded import SHARDED_MIXINS
 
     cls = type("Planted", (SHARDED_MIXINS[mutant], Hsdp), {})
     lone = cls(FakeComm(2, 3, (0, 1, 2)), NumpyBackend(), 10)  # owns shards 0 and 1

@@ -8,8 +8,8 @@ from mpirun import mpirun_command, run_cli
 from mpibench.drive.cases import CRASH, NO_VERDICT, OK, VIOLATION, Outcome
 from mpibench.engine.data import shard_sizes
 from mpibench.drive.launch import JobResult
-from mpibench.job.mutants import MUTANTS
-from mpibench.drive.selftest import (NO_CONTROL, equal_batches, run_selftest, strategy_summary, strategy_trials,
+from mpibench.selftest.variants.build import MUTANTS
+from mpibench.selftest.drive import (NO_CONTROL, equal_batches, run_selftest, strategy_summary, strategy_trials,
                                      strategy_verdict, trials, verdict)
 from mpibench.sync import STRATEGIES
 
@@ -77,7 +77,7 @@ def test_a_strategy_runs_each_distinct_planted_fault_once_and_the_late_worker_is
     keys = [(t.events, t.recovery, t.options) for t in plan]
     assert len(keys) == len(set(keys)) == 8  # no faults + seven distinct schedules
     assert len({t.label for t in plan}) == len(plan)
-    from mpibench.job.hsdp_mutants import HSDP_MIXINS
+    from mpibench.selftest.variants.hsdp import HSDP_MIXINS
 
     schedules = {e for t in trials() if t.group == "mutant" and t.mutant not in NO_CONTROL
                  and t.mutant not in HSDP_MIXINS  # hsdp's replica handover: its own hsdp control

@@ -1,4 +1,4 @@
-"""The self-test's known-bad reductions are caught on the simulated engine (mpibench.sim.selftest).
+"""The self-test's known-bad reductions are caught on the simulated engine (mpibench.selftest.sim).
 
 Every trial of the real self-test runs simulated and is judged by the real
 self-test's rules: each mutant trial is caught, the equal-batch
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpibench.drive.selftest import trials
+from mpibench.selftest.drive import trials
 from simrun import run_driver
 
 LABELS = [t.label for t in trials()]

@@ -157,7 +157,7 @@ def selftest(jobs, mpiexec, strategy, **kw):
     Exit 3 (could not run) when the launcher cannot start the jobs.
     """
     from mpibench.drive.launch import LaunchError, launcher_argv, preflight
-    from mpibench.drive.selftest import WORKERS, run_selftest
+    from mpibench.selftest.drive import WORKERS, run_selftest
     from mpibench.sync.registry import validate
 
     if jobs < 1:

@@ -20,7 +20,7 @@ def install_mutant(mutant: str | None) -> None:
     """Self-test only: swap in a known-bad reduction before the job starts."""
     if mutant is None:
         return
-    from mpibench.job.mutants import install
+    from mpibench.selftest.variants.build import install
 
     try:
         install(mutant)
@@ -37,7 +37,7 @@ def install_mutant(mutant: str | None) -> None:
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")
 @click.option("--mutant", default=None, hidden=True,
-              help="self-test only: run a known-bad reduction (see mpibench.job.mutants)")
+              help="self-test only: run a known-bad reduction (see mpibench.selftest.variants.build)")
 @engine_options
 @run_options
 def run(strategy, scenario, mutant, engine, ranks, platform, **kw):

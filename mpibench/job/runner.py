@@ -18,7 +18,7 @@ from mpibench.engine.worker import Trainer
 
 @dataclass(frozen=True)
 class RunParts:
-    """The classes a run is built from. The self-test's mutants (:mod:`mpibench.job.mutants`)
+    """The classes a run is built from. The self-test's mutants (:mod:`mpibench.selftest.variants.build`)
     plug in here, through :func:`use_parts`, instead of replacing names in modules."""
 
     trainer: type = Trainer

@@ -76,7 +76,7 @@ def _mutant(name: str | None):
     if name is None:
         yield
         return
-    from mpibench.job.mutants import install
+    from mpibench.selftest.variants.build import install
     from mpibench.job.runner import RunParts, use_parts
 
     install(name)

@@ -3,7 +3,7 @@
 Each is a mixin over :class:`mpibench.engine.worker.Trainer` that overrides one of
 its hooks (``next_batch``, ``rollback``, ``_advance_known_cursors``,
 ``_step``), installed only by the hidden ``run --mutant NAME`` through
-:func:`mpibench.job.mutants.install`. The checker must name each at the step
+:func:`mpibench.selftest.variants.build.install`. The checker must name each at the step
 where it happens:
 
 * ``resume-epoch-start``: survivors hand a replacement the start of its dead

@@ -1,7 +1,7 @@
 """The self-test: the checker must catch every known-bad reduction.
 
 Each trial is one MPI job running ``run --mutant NAME`` (see
-:mod:`mpibench.job.mutants`) on small, uneven shards so that epochs end on short
+:mod:`mpibench.selftest.variants.build`) on small, uneven shards so that epochs end on short
 batches within the first steps. A mutant passes the self-test only if some
 invariant fails ("caught by X at step s"); the self-test exits 0 only if
 every mutant is caught and every control behaves.
@@ -26,19 +26,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
-from .launch import kill_all
-from .tee import summary_stream
+from mpibench.drive.cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
+from mpibench.drive.launch import kill_all
+from mpibench.drive.tee import summary_stream
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
-from mpibench.job.mutant_catalogue import MUTANTS
+from mpibench.selftest.variants.catalogue import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 # Mutants that live in the ring: they and their honest controls run under it.
 RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring",
-                # the sharding defects, planted in zero-ring (mpibench.job.sharded_mutants)
+                # the sharding defects, planted in zero-ring (mpibench.selftest.variants.sharded)
                 "shard-offset": "zero-ring", "owner-steps-twice": "zero-ring", "stale-gather": "zero-ring",
                 "state-lost-on-respawn": "zero-ring",
-                # the hybrid sharding defects, planted in hsdp (mpibench.job.hsdp_mutants)
+                # the hybrid sharding defects, planted in hsdp (mpibench.selftest.variants.hsdp)
                 "replica-stale-gather": "hsdp", "replica-swap-skipped": "hsdp", "handover-claims-all": "hsdp",
                 "hsdp-state-lost-on-respawn": "hsdp"}
 ALSO_IN_HSDP = ("shard-offset", "owner-steps-twice")  # zero-ring's sharding mutants, also tried in hsdp

@@ -39,8 +39,8 @@ import numpy as np
 
 from mpibench.sync.base import Reduction
 
-from .mutant_catalogue import MUTANTS
-from .recovery_mutants import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_recovery
+from .catalogue import MUTANTS
+from .recovery import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_recovery
 
 
 # ---------------------------------------------------------------------------- weighting mistakes
@@ -174,10 +174,10 @@ def strategy_factory(mutant: str, batch_size: int):
     """
     from mpibench.sync import STRATEGIES, make_strategy
 
-    from .loop_mutants import SkipMemberMixin
-    from .record_mutants import RECORD_MIXINS
-    from .hsdp_mutants import HSDP_MIXINS
-    from .sharded_mutants import SHARDED_MIXINS
+    from .loop import SkipMemberMixin
+    from .record import RECORD_MIXINS
+    from .hsdp import HSDP_MIXINS
+    from .sharded import SHARDED_MIXINS
 
     mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin,
               "skip-member": SkipMemberMixin, **RECORD_MIXINS, **SHARDED_MIXINS, **HSDP_MIXINS}
@@ -206,9 +206,9 @@ def install(mutant: str) -> None:
     """
     from mpibench.engine.worker import Trainer
 
-    from .loop_mutants import LOOP_MUTANTS
-    from .record_mutants import RECORD_LOOP_MUTANTS
-    from .runner import RunParts, use_parts
+    from .loop import LOOP_MUTANTS
+    from .record import RECORD_LOOP_MUTANTS
+    from mpibench.job.runner import RunParts, use_parts
 
     LOOP_MUTANTS = {**LOOP_MUTANTS, **RECORD_LOOP_MUTANTS}
     if mutant not in MUTANTS:
@@ -222,7 +222,7 @@ def install(mutant: str) -> None:
             kw["strategy_factory"] = strategy_factory(mutant, config.batch_size)
             super().__init__(config, *args, **kw)
 
-    from .sharded_mutants import NO_REFUSAL
+    from .sharded import NO_REFUSAL
 
     use_parts(RunParts(trainer=MutantTrainer,
                        recovery=stale_rejoin_recovery() if mutant == "stale-rejoin" else None,
