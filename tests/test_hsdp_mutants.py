@@ -37,7 +37,7 @@ def run(tmp_path, mutant, p=3, momentum="0.9", scenario="kill-before-compute", r
     out = tmp_path / f"{mutant}-{p}-{momentum}-{recovery}"
     return run_cli("run", "--engine", "sim", "--ranks", str(p), "--strategy", strategy, "--momentum", momentum,
                    "--scenario", scenario, "--recovery", recovery, "--steps", "5", "--samples", "100",
-                   "--batch-size", "16", "--mutant", mutant, "--out", str(out))
+                   "--batch-size", "16", "--run-parts", f"mpibench.selftest.variants:{mutant}", "--out", str(out))
 
 
 @pytest.mark.parametrize("mutant", ["handover-claims-all", "hsdp-state-lost-on-respawn"])

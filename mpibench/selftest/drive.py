@@ -1,8 +1,9 @@
 """The self-test: the checker must catch every known-bad reduction.
 
-Each trial is one MPI job running ``run --mutant NAME`` (see
-:mod:`mpibench.selftest.variants.build`) on small, uneven shards so that epochs end on short
-batches within the first steps. A mutant passes the self-test only if some
+Each trial is one MPI job running ``run --run-parts mpibench.selftest.variants:NAME``
+(the public run-parts hook; see :mod:`mpibench.selftest.variants.build`) on small,
+uneven shards so that epochs end on short batches within the first steps. A mutant
+passes the self-test only if some
 invariant fails ("caught by X at step s"); the self-test exits 0 only if
 every mutant is caught and every control behaves.
 
@@ -30,6 +31,7 @@ from mpibench.drive.cases import OK, VIOLATION, Case, Outcome, read_rows, run_ca
 from mpibench.drive.launch import kill_all
 from mpibench.drive.tee import summary_stream
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
+from mpibench.selftest.variants import hook
 from mpibench.selftest.variants.catalogue import MUTANTS
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
@@ -68,7 +70,7 @@ class Trial:
         if self.check_every != 1:
             extra += ["--check-every", str(self.check_every)]
         if self.mutant:
-            extra += ["--mutant", self.mutant]
+            extra += ["--run-parts", hook(self.mutant)]
         schedule = Schedule(f"selftest-{self.label}", self.workers, tuple(self.events))
         return Case(self.label, 0, self.workers, self.strategy, self.recovery, STEPS, schedule, tuple(extra))
 
