@@ -174,15 +174,13 @@ def verdict(trial: Trial, outcome: Outcome, invariants_csv: Path | None = None) 
     return False, f"job failed ({outcome.first_violation}): {stderr_gist(outcome.job.stderr_tail)}"
 
 
-# Label characters a folder name must not hold, and what stands for each: the label's '/'
-# and the ':' of a plugin strategy named package.module:Class (a colon breaks PATH-like
-# lists, scp and Windows copies). Within one self-test the labels share their strategy
-# prefix and differ in parts that hold neither character, so the folders differ as the labels do.
+# A folder name holds neither the label's '/' nor a plugin strategy's package.module:Class colon
+# (it breaks PATH-like lists, scp, Windows copies); the labels of one self-test share their
+# strategy prefix and differ in parts without either, so the folders differ as the labels do.
 FOLDER_SAFE = str.maketrans({"/": "_", ":": "."})
 
 
 def folder(out: Path, trial: Trial) -> Path:
-    """The trial's folder under ``out``: its label with '/' and ':' replaced (deterministic)."""
     return out / trial.label.translate(FOLDER_SAFE)
 
 
