@@ -43,6 +43,7 @@ def outcome(kind, first="", checks=36):
 
 @pytest.mark.parametrize("expect,result,good,needle", [
     (True, outcome(VIOLATION, "1 equivalence"), True, "caught by equivalence at step 1"),
+    (True, outcome(VIOLATION, "1 data"), False, "but not by equivalence, which must catch it"),  # its record's
     (True, outcome(OK), False, "NOT caught"),
     (False, outcome(OK), True, "0 violations in 36 checks"),
     (False, outcome(VIOLATION, "2 replicas"), False, "must not be"),

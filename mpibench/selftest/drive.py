@@ -32,7 +32,7 @@ from mpibench.drive.launch import kill_all
 from mpibench.drive.tee import summary_stream
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
 from mpibench.selftest.variants import hook
-from mpibench.selftest.variants.catalogue import MUTANTS
+from mpibench.selftest.variants.catalogue import MUTANTS, runs_on
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 # Mutants that live in the ring: they and their honest controls run under it.
@@ -166,6 +166,8 @@ def verdict(trial: Trial, outcome: Outcome, invariants_csv: Path | None = None) 
         step, invariant = outcome.first_violation.split(maxsplit=1)
         names = (failing_at(invariants_csv, step) if invariants_csv else []) or [invariant]
         text = f"caught by {', '.join(names)} at step {step}"
+        if trial.expect_caught and (must := MUTANTS[trial.mutant].caught_by) not in names:  # its record's invariant
+            return False, f"{text} -- but not by {must}, which must catch it"
         return trial.expect_caught, text if trial.expect_caught else f"{text} -- but it must not be"
     if outcome.outcome == OK:
         held = "not distinguishable" if trial.group == "equal" else "all invariants held"
@@ -252,11 +254,10 @@ def strategy_summary(strategy: str, plan: list, outcomes: list) -> str:
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
                  stream=None, only: set[str] | None = None, strategy: str | None = None) -> int:
     """Run the trials (those labelled in ``only``, if given); 0 only if each came out right.
-
-    With ``strategy``, the trials are :func:`strategy_trials` of that strategy instead.
-    """
+    With ``strategy``, the trials are :func:`strategy_trials` of that strategy instead."""
     stream = stream or sys.stdout
-    plan = [t for t in (strategy_trials(strategy) if strategy else trials()) if only is None or t.label in only]
+    plan = [t for t in (strategy_trials(strategy) if strategy else trials())
+            if (only is None or t.label in only) and runs_on(t.mutant, "mpi")]
     samples, batch = equal_batches(0, WORKERS)
     start = time.perf_counter()
     what = (f" of {strategy}: {len(plan)} jobs, no faults then each planted fault once" if strategy
@@ -286,8 +287,7 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "
                        f"--batch-size {batch}: every shard a whole number of batches):",
               "control": (f"{strategy} on uneven shards, each planted fault once (its schedule after the label):"
-                          if strategy
-                          else "controls (honest reductions, same settings):")}
+                          if strategy else "controls (honest reductions, same settings):")}
     for group, title in titles.items():
         if not any(t.group == group for t in plan):
             continue

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.selftest.drive import Trial, folder, trials, verdict
-
+from mpibench.selftest.variants.catalogue import runs_on
 from mpibench.sim.cases import run_case_sim
 from mpibench.sim.jobs import SimSettings
 
@@ -41,7 +41,7 @@ def run_selftest_sim(out: Path, settings: SimSettings = SimSettings(), labels=No
     """Every trial (or those named in ``labels``), one line each on stdout."""
     results = []
     for trial in trials():
-        if labels is not None and trial.label not in labels:
+        if (labels is not None and trial.label not in labels) or not runs_on(trial.mutant, "sim"):
             continue
         result = run_trial(trial, out, settings)
         mark = "ok  " if result.ok else "FAIL"
