@@ -66,7 +66,7 @@ def run_case(tmp_path, strategy, schedule, recovery, extra, mutant=None):
     args = ["run", "--strategy", strategy, "--scenario", scenario, "--recovery", recovery, "--steps", "6",
             "--samples", "100", "--batch-size", "16", *extra]
     if mutant:
-        args += ["--mutant", mutant]
+        args += ["--run-parts", f"mpibench.selftest.variants:{mutant}"]
     job = run_mpi(3, args, out, timeout=150)
     verdict = run_cli(["check", str(out)], timeout=120)
     return job, verdict, out

@@ -19,7 +19,8 @@ def test_twenty_respawn_runs_with_a_planted_violation_all_fail(tmp_path):
     launcher, verdicts = Counter(), Counter()
     for i in range(RUNS):
         out = tmp_path / f"run-{i}"
-        job = run_mpi(3, ["run", "--mutant", "resume-epoch-start", "--strategy", "ring", "--scenario", str(schedule),
+        job = run_mpi(3, ["run", "--run-parts", "mpibench.selftest.variants:resume-epoch-start",
+                          "--strategy", "ring", "--scenario", str(schedule),
                           "--recovery", "respawn", "--steps", "6", "--samples", "100"], out, timeout=120)
         checked = run_cli(["check", str(out)], timeout=120)
         launcher[job.returncode] += 1

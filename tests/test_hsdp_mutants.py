@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpibench.job.hsdp_mutants import HSDP_MIXINS
+from mpibench.selftest.variants.hsdp import HSDP_MIXINS
 from mpibench.kernels import NumpyBackend
 from mpibench.sync.hsdp import Hsdp
 from fake_comm import FakeComm
@@ -37,7 +37,7 @@ def run(tmp_path, mutant, p=3, momentum="0.9", scenario="kill-before-compute", r
     out = tmp_path / f"{mutant}-{p}-{momentum}-{recovery}"
     return run_cli("run", "--engine", "sim", "--ranks", str(p), "--strategy", strategy, "--momentum", momentum,
                    "--scenario", scenario, "--recovery", recovery, "--steps", "5", "--samples", "100",
-                   "--batch-size", "16", "--mutant", mutant, "--out", str(out))
+                   "--batch-size", "16", "--run-parts", f"mpibench.selftest.variants:{mutant}", "--out", str(out))
 
 
 @pytest.mark.parametrize("mutant", ["handover-claims-all", "hsdp-state-lost-on-respawn"])
@@ -66,7 +66,7 @@ def test_zero_rings_stale_gather_has_nothing_to_break_in_hsdp_at_3(tmp_path):
 
 @pytest.mark.parametrize("mutant", ["shard-offset", "owner-steps-twice"])
 def test_zero_rings_step_mutants_reach_every_shard_a_member_owns(mutant):
-    from mpibench.job.sharded_mutants import SHARDED_MIXINS
+    from mpibench.selftest.variants.sharded import SHARDED_MIXINS
 
     cls = type("Planted", (SHARDED_MIXINS[mutant], Hsdp), {})
     lone = cls(FakeComm(2, 3, (0, 1, 2)), NumpyBackend(), 10)  # owns shards 0 and 1

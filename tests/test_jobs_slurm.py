@@ -208,8 +208,8 @@ def test_mpich_kill_is_left_out_under_slurm(submit, launch):
 
 # A violated invariant (exit 1, through a known-bad reduction) and bad usage (exit 2)
 # must each fail the job, under either launcher.
-FAILING = {"violation-mpirun": ("mpirun", ["--mutant", "unweighted", "--scenario", "short-epochs"],
-                                "violation: invariant"),
+FAILING = {"violation-mpirun": ("mpirun", ["--run-parts", "mpibench.selftest.variants:unweighted",
+                                           "--scenario", "short-epochs"], "violation: invariant"),
            "usage-mpirun": ("mpirun", ["--steps", "-3"], "mpibench: error:"),
            "usage-srun": ("srun", ["--steps", "-3"], "mpibench: error:")}
 

@@ -129,7 +129,7 @@ def test_selftest_jobs_that_never_started_are_could_not_run_not_misses(tmp_path,
 
     monkeypatch.setattr(launch, "LAUNCH_RETRY_PAUSES_S", (0.0, 0.0))  # "false" never starts, however long the pause
 
-    from mpibench.drive.selftest import run_selftest
+    from mpibench.selftest.drive import run_selftest
 
     stream = io.StringIO()
     code = run_selftest(tmp_path, ["false"], jobs=1, stream=stream, only={"honest/native", "unweighted"})

@@ -183,7 +183,8 @@ WAYS = ["path", "full-path"]
 @pytest.mark.parametrize("way", [pytest.param("path", marks=pytest.mark.slow), "full-path"])
 def test_run_with_a_violation_prints_replays_that_paste(tmp_path, other_python, way):
     out = tmp_path / "run"
-    cmd, env = launch(way, other_python, 3, ["run", "--strategy", "native", "--mutant", "skip-member", "--steps",
+    cmd, env = launch(way, other_python, 3, ["run", "--strategy", "native", "--run-parts",
+                                             "mpibench.selftest.variants:skip-member", "--steps",
                                              "3", "--out", str(out)])
     job = run_command(cmd, timeout=180, env=env, cwd=tmp_path)
     assert job.returncode == 1, job.text[-3000:]

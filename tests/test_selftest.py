@@ -1,16 +1,18 @@
 """The self-test: known-bad reductions are caught, equal batches hide the weighting ones."""
 import io
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import mpibench
 from mpirun import mpirun_command, run_cli
 from mpibench.drive.cases import CRASH, NO_VERDICT, OK, VIOLATION, Outcome
 from mpibench.engine.data import shard_sizes
 from mpibench.drive.launch import JobResult
-from mpibench.job.mutants import MUTANTS
-from mpibench.drive.selftest import (NO_CONTROL, equal_batches, run_selftest, strategy_summary, strategy_trials,
-                                     strategy_verdict, trials, verdict)
+from mpibench.selftest.variants.build import MUTANTS
+from mpibench.selftest.drive import (NO_CONTROL, equal_batches, folder, run_selftest, strategy_summary,
+                                     strategy_trials, strategy_verdict, trials, verdict)
 from mpibench.sync import STRATEGIES
 
 REQUIRED = {"unweighted", "numerator-only", "offset-blind", "bounds-only", "variance-within",
@@ -41,6 +43,7 @@ def outcome(kind, first="", checks=36):
 
 @pytest.mark.parametrize("expect,result,good,needle", [
     (True, outcome(VIOLATION, "1 equivalence"), True, "caught by equivalence at step 1"),
+    (True, outcome(VIOLATION, "1 data"), False, "but not by equivalence, which must catch it"),  # its record's
     (True, outcome(OK), False, "NOT caught"),
     (False, outcome(OK), True, "0 violations in 36 checks"),
     (False, outcome(VIOLATION, "2 replicas"), False, "must not be"),
@@ -53,10 +56,32 @@ def test_verdicts(expect, result, good, needle):
     assert ok is good and needle in text
 
 
-def test_mutants_are_out_of_reach_of_normal_options():
-    job = run_cli(["run", "--mutant", "no-such-mutant"], timeout=60)
+def test_variants_come_only_through_the_public_run_parts_hook():
+    job = run_cli(["run", "--run-parts", "mpibench.selftest.variants:no-such-mutant"], timeout=60)
     assert job.returncode == 2 and "unknown mutant" in job.stderr and "Traceback" not in job.text
-    assert "--mutant" not in run_cli(["run", "--help"]).stdout
+    assert len(job.stderr.strip().splitlines()) == 1
+    help_text = run_cli(["run", "--help"]).stdout
+    assert "--mutant" not in help_text and "--run-parts" in help_text  # no hidden option; the hook is documented
+    for spec in ("no-colon", "no.such.module:x", "mpibench.sync:x"):  # not a plugin: one line, exit 2
+        job = run_cli(["run", "--engine", "sim", "--ranks", "2", "--run-parts", spec], timeout=60)
+        assert job.returncode == 2 and "--run-parts" in job.stderr and "Traceback" not in job.text, spec
+
+
+def test_production_code_names_no_variant():
+    """The self-test lives in mpibench/selftest/ alone: no production module mentions a mutant."""
+    package = Path(mpibench.__file__).parent
+    outside = [str(p.relative_to(package)) for p in sorted(package.rglob("*.py"))
+               if "selftest" not in p.relative_to(package).parts and "mutant" in p.read_text().lower()]
+    assert outside == []
+    assert (package / "selftest" / "variants" / "catalogue.py").exists()  # the walk saw the package
+
+
+def test_trial_folders_hold_no_colon_and_are_unique():
+    plan = trials() + strategy_trials("some_pkg.plugin:MyStrategy")
+    names = [folder(Path("/out"), t).name for t in plan]
+    assert all(":" not in n and "/" not in n for n in names)
+    assert len(set(names)) == len(names)
+    assert folder(Path("/out"), strategy_trials("pkg.mod:Cls")[0]).name == "pkg.mod.Cls_no-faults"
 
 
 @pytest.mark.mpi
@@ -77,7 +102,7 @@ def test_a_strategy_runs_each_distinct_planted_fault_once_and_the_late_worker_is
     keys = [(t.events, t.recovery, t.options) for t in plan]
     assert len(keys) == len(set(keys)) == 8  # no faults + seven distinct schedules
     assert len({t.label for t in plan}) == len(plan)
-    from mpibench.job.hsdp_mutants import HSDP_MIXINS
+    from mpibench.selftest.variants.hsdp import HSDP_MIXINS
 
     schedules = {e for t in trials() if t.group == "mutant" and t.mutant not in NO_CONTROL
                  and t.mutant not in HSDP_MIXINS  # hsdp's replica handover: its own hsdp control

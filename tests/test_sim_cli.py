@@ -34,8 +34,8 @@ def test_every_strategy_passes_simulated(tmp_path, strategy, ranks):
 
 def test_a_mutant_is_a_violation_and_check_rebuilds_the_verdict(tmp_path):
     out = tmp_path / "out"
-    proc = sim_run(out, "--ranks", "3", "--strategy", "ring", "--mutant", "offset-blind", "--samples", "100",
-                   "--batch-size", "16")
+    proc = sim_run(out, "--ranks", "3", "--strategy", "ring", "--run-parts", "mpibench.selftest.variants:offset-blind",
+                   "--samples", "100", "--batch-size", "16")
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "violation" in proc.stdout
     online = json.loads((out / "verdict.json").read_text())

@@ -1,4 +1,4 @@
-"""The self-test's known-bad reductions are caught on the simulated engine (mpibench.sim.selftest).
+"""The self-test's known-bad reductions are caught on the simulated engine (mpibench.selftest.sim).
 
 Every trial of the real self-test runs simulated and is judged by the real
 self-test's rules: each mutant trial is caught, the equal-batch
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from mpibench.drive.selftest import trials
+from mpibench.check.invariants import NAMES
+from mpibench.selftest.drive import trials
+from mpibench.selftest.variants.catalogue import MUTANTS
 from simrun import run_driver
 
 LABELS = [t.label for t in trials()]
@@ -71,6 +73,13 @@ REAL_MPI = {
 }
 
 
+
+def test_each_record_names_an_invariant_that_caught_it_on_real_mpi():
+    by_label = {t.label: t.mutant for t in trials()}
+    for label, text in REAL_MPI.items():
+        record = MUTANTS[by_label[label]]
+        assert record.caught_by in NAMES and record.caught_by in text.split(" at ")[0].removeprefix("caught by ").split(", "), label
+        assert set(record.engines) == {"mpi", "sim"}  # the self-test runs every variant on both
 
 
 @pytest.fixture(scope="module")

@@ -93,7 +93,7 @@ def test_selftest_passes_the_honest_plugin(installed, tmp_path):
     job = run_cli(["selftest", "--strategy", "gather-bcast", "--out", str(tmp_path),
                    "--mpiexec", " ".join(mpirun_command())], timeout=400)
     assert job.returncode == 0, job.text[-3000:]
-    from mpibench.drive.selftest import strategy_trials
+    from mpibench.selftest.drive import strategy_trials
 
     runs = len(strategy_trials("gather-bcast"))  # no faults, then each distinct planted fault once
     assert job.stdout.count("survived: every invariant held") == runs == 8, job.stdout

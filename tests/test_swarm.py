@@ -48,11 +48,12 @@ def test_the_replay_command_carries_every_knob(seed, tmp_path):
     case = SweepPlan(1, (5,), registered_strategies(), 6, first_seed=seed, swarm=True).cases()[0]
     knobs = draw_knobs(seed, 5, registered_strategies())
     args = shlex.split(replay_command(["mpirun"], case, tmp_path))
-    config, out, mutant = parse_run_args(args[args.index("mpibench") + 1:])
+    config, out = parse_run_args(args[args.index("mpibench") + 1:])
     assert (config.strategy, config.recovery, config.seed, config.steps) == (knobs.strategy, knobs.recovery, seed, 6)
     assert (config.bucket_bytes, config.ps_shards, config.batch_size, config.samples, config.check_every) == \
            (knobs.bucket_bytes, knobs.ps_shards, knobs.batch_size, knobs.samples, knobs.check_every)
-    assert Path(config.scenario) == tmp_path / "schedule.toml" and Path(out) == tmp_path / "replay" and mutant is None
+    assert Path(config.scenario) == tmp_path / "schedule.toml" and Path(out) == tmp_path / "replay"
+    assert config.run_parts == ""
 
 
 def test_endless_plan_streams_seed_after_seed():

@@ -137,8 +137,8 @@ def test_replay_command_reproduces_the_rows_exactly(tmp_path):
 
 @pytest.mark.mpi
 def test_a_violation_is_shrunk_and_the_minimal_command_still_fails(tmp_path):
-    cases = SweepPlan(1, (4,), ("ring",), 8, first_seed=24, extra=("--mutant", "unweighted",
-                                                                    "--samples", "100")).cases()
+    cases = SweepPlan(1, (4,), ("ring",), 8, first_seed=24,
+                      extra=("--run-parts", "mpibench.selftest.variants:unweighted", "--samples", "100")).cases()
     settings = SweepSettings(tmp_path, mpirun_command(), jobs=1, case_deadline_s=60, shrink_runs=6)
     log = tmp_path / "log.txt"
     with open(log, "w") as stream:
@@ -208,7 +208,7 @@ def test_every_printed_command_runs_as_pasted_from_anywhere(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     launcher = launcher_argv(shlex.join(["mpirun", *mpirun_command()[1:]]))
     cases = SweepPlan(1, (4,), ("ring", "ps"), 8, first_seed=24,
-                      extra=("--mutant", "unweighted", "--samples", "100")).cases()
+                      extra=("--run-parts", "mpibench.selftest.variants:unweighted", "--samples", "100")).cases()
     settings = SweepSettings("rel-out", launcher, jobs=1, case_deadline_s=60, shrink_runs=0, cases_per_launch=2)
     outcomes = run_sweep(cases, settings, stream=open(os.devnull, "w"))
     assert [o.outcome for o in outcomes] == [VIOLATION] * 2, summary_text(outcomes, 1)

@@ -139,7 +139,8 @@ def test_direct_mpirun_main_job_and_its_replays_as_pasted(browser, tmp_path):
 
 def test_run_with_a_planted_failure_reads_fail_everywhere(browser, tmp_path):
     out = tmp_path / "planted"
-    job = run_mpi(2, ["run", "--mutant", "unweighted", "--scenario", "short-epochs", "--steps", "6"], out)
+    job = run_mpi(2, ["run", "--run-parts", "mpibench.selftest.variants:unweighted", "--scenario", "short-epochs",
+                      "--steps", "6"], out)
     assert job.returncode == 1, job.text[-3000:]
     built = run_cli(["report", str(out)])
     assert built.returncode == 0, built.text

@@ -20,8 +20,10 @@ FULL = [str(VENV_BIN / "mpirun"), "-n", "3", "--oversubscribe", "--with-ft", "ul
         "state_base_recoverable", "1"]
 PLAIN = [str(VENV_BIN / "mpirun"), "-n", "3", "--oversubscribe"]
 RUNS = {  # id -> (launcher, run arguments, the verdict's status, the launcher's)
-    "respawn-violation": (FULL, ["--scenario", "kill-before-compute", "--recovery", "respawn", "--mutant",
-                                 "unweighted"], 1, 1),
+    # uneven shards (--samples 100): the replacement now runs the variant too, so only short
+    # batches show it (an honest replacement beside unweighted survivors once did)
+    "respawn-violation": (FULL, ["--scenario", "kill-before-compute", "--recovery", "respawn", "--run-parts",
+                                 "mpibench.selftest.variants:unweighted", "--samples", "100"], 1, 1),
     "respawn-clean": (FULL, ["--scenario", "kill-before-compute", "--recovery", "respawn"], 0, 0),
     # Without --with-ft, Open MPI's launcher reports a rank that left without MPI_Finalize as an
     # abnormal termination (status 1), whatever status it left with: never a pass claimed.

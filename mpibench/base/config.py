@@ -30,6 +30,9 @@ class RunConfig:
     straggler_deadline: float = 0.0  # 0: wait for stragglers
     deadline_s: float = 30.0
     momentum: float = 0.0  # SGD momentum; 0: plain SGD, no optimizer state
+    # MODULE:NAME of a run-parts plugin (mpibench.job.parts.parts_for); '': the production parts.
+    # A field, so that every replay, batch plan and run.json carries it like any other option.
+    run_parts: str = ""
 
     def check_values(self) -> None:
         """Everything that can be checked without knowing the world size, so that bad input is
@@ -109,13 +112,13 @@ def launcher_argv() -> list[str]:
 
 def replay_command(config: RunConfig, ranks: int, out_dir: str | None = None, launch=None) -> str:
     """The ``run`` command that replays ``config``, launched as this run was
-    (:mod:`.launch_command`: launcher with its flags, interpreter, numeric environment, the
-    run's extra arguments). ``launch``: (Launch, extra arguments) recorded by the run, for a
+    (:mod:`.launch_command`: launcher with its flags, interpreter, numeric environment).
+    ``launch``: (Launch, extra arguments) recorded by the run (older run.json files), for a
     command formed offline. Without ``out_dir`` every replay writes a fresh folder under
     ``./mpibench-out/`` (so running it twice needs no ``--force``)."""
-    from .launch_command import command_text, extra_args, this_launch
+    from .launch_command import command_text, this_launch
 
-    how, extra = launch if launch is not None else (this_launch(), extra_args())
+    how, extra = launch if launch is not None else (this_launch(), [])
     args = ["run", *config.cli_args(), *extra]
     if out_dir:
         args += ["--out", out_dir]

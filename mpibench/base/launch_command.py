@@ -4,7 +4,7 @@ A printed command must run as pasted, from any folder, with a bare PATH: so it n
 the launcher by its absolute path *with the flags the run was started with* (a replay
 of a 6-rank run on 2 cores needs the ``--oversubscribe`` it was launched with), this
 Python by its absolute path, the environment that changes computed values
-(:mod:`.numeric_env`) and the run's own arguments (a self-test's ``--mutant`` too).
+(:mod:`.numeric_env`) and the run's own arguments.
 
 Which launch was used:
 
@@ -35,9 +35,6 @@ USER_LAUNCHERS = {"mpirun": "mpirun", "prterun": "mpirun", "orterun": "mpirun", 
 RANK_COUNT_OPTIONS = ("-n", "-np", "--np", "--n", "-c", "--ntasks")
 ANCESTORS_READ = 10
 OPEN_MPI_TOOLS = ("ompi_info", "prterun", "orterun")
-
-_extra_args: list[str] = []  # run arguments a replay needs beyond the config's (the self-test's --mutant)
-
 
 @dataclass(frozen=True)
 class Launch:
@@ -71,15 +68,6 @@ def _is_open_mpi_program(program: str) -> bool:
     folders = {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}
     return any(os.access(os.path.join(folder, tool), os.X_OK)
                for folder in folders for tool in OPEN_MPI_TOOLS)
-
-
-def note_extra_args(args: list[str]) -> None:
-    """Arguments this process's runs were started with that their replays must repeat."""
-    _extra_args[:] = list(args)
-
-
-def extra_args() -> list[str]:
-    return list(_extra_args)
 
 
 def absolute_program(name: str) -> str:
@@ -177,12 +165,14 @@ def _argv_of(pid: int) -> tuple[str, ...]:
 
 
 def as_record(launch: Launch) -> dict:
-    """For run.json: what a replay of this run is launched with (and the extra arguments)."""
-    return {"launcher": list(launch.launcher), "python": launch.python, "extra_args": extra_args()}
+    """For run.json: what a replay of this run is launched with (every run argument it
+    repeats is in the config, :meth:`mpibench.base.config.RunConfig.cli_args`)."""
+    return {"launcher": list(launch.launcher), "python": launch.python}
 
 
 def from_record(record) -> tuple[Launch, list[str]] | None:
-    """run.json's record back as a launch and the extra arguments (None when it holds none)."""
+    """run.json's record back as a launch and the extra arguments an older run.json recorded
+    (None when it holds no launch)."""
     if not isinstance(record, dict) or not record.get("launcher") or not record.get("python"):
         return None
     return Launch(tuple(str(w) for w in record["launcher"]), str(record["python"])), \

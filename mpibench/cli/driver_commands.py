@@ -10,6 +10,8 @@ import click
 from mpibench.base.config import UsageError
 from mpibench.base.parsing import parse_list
 
+from mpibench.selftest import COMMAND_HELP as SELFTEST_HELP
+
 from .options import out_options, out_request, with_options
 from .usage import could_not_run
 
@@ -69,7 +71,8 @@ def _sweep_out(kw: dict, first_seed: int, resume: bool):
                    "the case recorded as hung")
 @click.option("--shrink-runs", type=int, default=30, show_default=True,
               help="most jobs spent shrinking each violating case (0: no shrinking)")
-@click.option("--mutant", default=None, hidden=True, help="self-test only: every case runs this mutant")
+@click.option("--run-parts", default="", metavar="MODULE:NAME",
+              help="every case runs with this run-parts plugin (see 'run --help')")
 @click.option("--engine", type=click.Choice(["mpi", "sim"]), default="mpi", show_default=True,
               help="sim: every case simulated in this process (see 'run --engine sim'); each finding is "
                    "then replayed as a real mpirun job and reported as reproduced on MPI or simulation only")
@@ -87,7 +90,7 @@ def _sweep_out(kw: dict, first_seed: int, resume: bool):
               help="with --engine sim: go on from the record (sweep.csv) an earlier launch of the same plan "
                    "left in --out, running only the cases it lacks (with --time-budget: a long plan in chunks)")
 def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
-          mutant, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, recoveries, resume,
+          run_parts, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, recoveries, resume,
           momentum, **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
@@ -118,7 +121,7 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
 
         sys.exit(sim_sweep_command(SimSweepRequest(
             seeds, tuple(worker_counts), tuple(parse_list(strategies, "--strategies")), steps, first_seed, swarm,
-            exhaustive, engine, mutant, shrink_runs, case_deadline, time_budget, mpiexec if replay_on_mpi else "",
+            exhaustive, engine, run_parts, shrink_runs, case_deadline, time_budget, mpiexec if replay_on_mpi else "",
             _sweep_out(kw, first_seed, resume), _recoveries(recoveries), jobs, resume, momentum)))
     if resume or momentum:
         raise UsageError(f"{'--resume' if resume else '--momentum'} needs --engine sim"
@@ -133,12 +136,12 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
         out = resolve(request)
     except OutDirError as exc:
         raise UsageError(str(exc)) from None
-    extra = ("--mutant", mutant) if mutant else ()
+    extra = ("--run-parts", run_parts) if run_parts else ()
     sys.exit(sweep_command(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed,
                            case_deadline, shrink_runs, extra, swarm, cases_per_launch, time_budget))
 
 
-@click.command()
+@click.command(help=SELFTEST_HELP)  # the self-test's own words, kept with it in mpibench/selftest/
 @click.option("--jobs", type=int, default=2, show_default=True, help="jobs run at the same time")
 @click.option("--mpiexec", default=None, help=MPIEXEC_HELP.format(what="jobs"))
 @click.option("--strategy", default=None,
@@ -147,17 +150,8 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
                    "(8 jobs); exit 0 only if it holds every invariant")
 @with_options(out_options("the self-test (one folder per job, the summary in selftest.txt)"))
 def selftest(jobs, mpiexec, strategy, **kw):
-    """The checker against known-bad reductions; exit 0 only if every one is caught.
-
-    Prints, for each mutant, the invariant and step that caught it, and shows
-    that with equal batch sizes the weighting mutants cannot be told apart.
-    With --strategy, checks one strategy instead: for each planted fault it
-    says "survived", or which invariant failed at which step, with the
-    command that replays that job (docs/strategy-api.md).
-    Exit 3 (could not run) when the launcher cannot start the jobs.
-    """
     from mpibench.drive.launch import LaunchError, launcher_argv, preflight
-    from mpibench.drive.selftest import WORKERS, run_selftest
+    from mpibench.selftest.drive import WORKERS, run_selftest
     from mpibench.sync.registry import validate
 
     if jobs < 1:

@@ -16,35 +16,20 @@ from .options import DEVICES, config_from, engine_options, out_options, out_requ
 from .usage import guarded
 
 
-def install_mutant(mutant: str | None) -> None:
-    """Self-test only: swap in a known-bad reduction before the job starts."""
-    if mutant is None:
-        return
-    from mpibench.job.mutants import install
-
-    try:
-        install(mutant)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    from mpibench.base.launch_command import note_extra_args
-
-    note_extra_args(["--mutant", mutant])  # a replay of this run plants the same reduction
-
-
 @click.command()
 @click.option("--strategy", default="native", show_default=True,
               help="a name from 'python -m mpibench strategies', or package.module:Class")
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")
-@click.option("--mutant", default=None, hidden=True,
-              help="self-test only: run a known-bad reduction (see mpibench.job.mutants)")
+@click.option("--run-parts", default="", metavar="MODULE:NAME",
+              help="build the run's trainer and recovery from a plugin: MODULE's run_parts(NAME, config) "
+                   "returns a mpibench.job.parts.RunParts (the self-test plants its known-bad variants so)")
 @engine_options
 @run_options
-def run(strategy, scenario, mutant, engine, ranks, platform, **kw):
+def run(strategy, scenario, engine, ranks, platform, **kw):
     """One scenario under one strategy (under mpirun; or --engine sim: simulated, no mpirun)."""
     if engine == "sim":
-        sys.exit(run_simulated(strategy, scenario, mutant, ranks, platform, kw))
-    install_mutant(mutant)
+        sys.exit(run_simulated(strategy, scenario, ranks, platform, kw))
     config = config_from(strategy, scenario, **kw)
     request = out_request(kw, scenario, config.seed)
     from mpibench.job.suite import single_run  # starts MPI: only once the options are known good
@@ -52,27 +37,26 @@ def run(strategy, scenario, mutant, engine, ranks, platform, **kw):
     sys.exit(guarded(lambda: single_run(config, request)))
 
 
-def run_simulated(strategy, scenario, mutant, ranks, platform, kw) -> int:
+def run_simulated(strategy, scenario, ranks, platform, kw) -> int:
     """``run`` on the simulated engine (see mpibench.sim): the same job on ``ranks`` processes."""
     from mpibench.sim.cli_entry import simulated_run
 
-    return simulated_run(lambda: install_mutant(mutant), lambda: config_from(strategy, scenario, **kw),
+    return simulated_run(lambda: config_from(strategy, scenario, **kw),
                          lambda config: out_request(kw, scenario, config.seed), ranks, platform)
 
 
-def parse_run_args(args: list[str]) -> tuple[RunConfig, str, str | None]:
-    """A ``run`` argument list (``run`` first) read exactly as ``run`` reads it:
-    (config, --out, --mutant)."""
+def parse_run_args(args: list[str]) -> tuple[RunConfig, str]:
+    """A ``run`` argument list (``run`` first) read exactly as ``run`` reads it: (config, --out)."""
     if not args or args[0] != "run":
         raise UsageError(f"not a run command: {' '.join(args)!r}")
     try:
         params = dict(run.make_context("run", list(args[1:])).params)
     except click.ClickException as exc:
         raise UsageError(f"bad run arguments {' '.join(args)!r}: {exc.format_message()}") from None
-    mutant, out = params.pop("mutant"), params["out"]
+    out = params["out"]
     for name in ("engine", "ranks", "platform"):
         params.pop(name, None)
-    return config_from(params.pop("strategy"), params.pop("scenario"), **params), out, mutant
+    return config_from(params.pop("strategy"), params.pop("scenario"), **params), out
 
 
 @click.command(name="batch", hidden=True)
@@ -83,11 +67,7 @@ def batch(plan_file):
 
     def body() -> int:
         parsed = [parse_run_args(list(c.args)) for c in read_plan(plan_file)]
-        mutants = {m for _, _, m in parsed}
-        if len(mutants) > 1:
-            raise UsageError("the cases of a batch must share one --mutant")
-        install_mutant(mutants.pop())
-        return batch_job([c for c, _, _ in parsed], [o for _, o, _ in parsed])
+        return batch_job([c for c, _ in parsed], [o for _, o in parsed])
 
     sys.exit(guarded(body))
 

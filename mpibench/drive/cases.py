@@ -45,7 +45,7 @@ class Case:
     recovery: str
     steps: int
     schedule: object  # mpibench.faults.schedule.Schedule
-    extra: tuple[str, ...] = ()  # further ``run`` options (the self-test's --mutant, data sizes)
+    extra: tuple[str, ...] = ()  # further ``run`` options (a --run-parts plugin, data sizes)
 
     def run_args(self, schedule_path: Path, out_dir: Path) -> list[str]:
         return ["run", "--strategy", self.strategy, "--scenario", str(schedule_path),

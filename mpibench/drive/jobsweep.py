@@ -34,8 +34,8 @@ from .cases import OK, batch_case_job, judge, replay_command, write_case
 from .launch import JobResult
 from .sweep import SweepPlan, SweepSettings, summary_text, write_sweep_json, write_tables
 
-# Reads a ``run`` argument list as ``run`` does: (config, --out, --mutant).
-RunArgsReader = Callable[[list[str]], tuple[RunConfig, str, "str | None"]]
+# Reads a ``run`` argument list as ``run`` does: (config, --out).
+RunArgsReader = Callable[[list[str]], tuple[RunConfig, str]]
 
 NOT_ALONE = "not yet run alone (found inside the main job): its replay command runs it alone"
 DEFAULT_BUDGET_S = 45.0

@@ -49,7 +49,7 @@ def record_step(trainer, outcome, times: StepTimes) -> None:
     """Count the committed step, move the known cursors, write its row (first member only)."""
     reduction = outcome.reduction
     record_start = time.perf_counter()
-    epoch_ends, epoch = trainer._advance_known_cursors(outcome)
+    epoch_ends, epoch = trainer.advance_known_cursors(outcome)
     loss_mean, loss_var = moments(outcome.loss_rows)
     trainer.summary.steps += 1
     trainer.summary.note_batch(outcome.effective_batch)

@@ -82,7 +82,8 @@ class PhaseBackend:
 
 
 class Trainer:
-    """One worker's state and the step loop."""
+    """One worker's state and the step loop. A subclass (mpibench.job.parts.RunParts) overrides, with
+    ``super()``, only :meth:`step`, :meth:`next_batch`, :meth:`rollback`, :meth:`advance_known_cursors`."""
 
     def __init__(self, config: RunConfig, comm: Comm, backend, dataset: Dataset,
                  shards: list[np.ndarray], records: RunRecords, world_size: int,
@@ -176,7 +177,7 @@ class Trainer:
             self._pending = StepOutcome(step, None, self.walker.shard[:0], cursor, None)
             if error is None:
                 try:
-                    result = self._step(step, cursor)
+                    result = self.step(step, cursor)
                 except CommError as exc:
                     error = exc
             t0 = time.perf_counter()
@@ -218,7 +219,9 @@ class Trainer:
         self._last_gradient = (indices.copy(), self.params.copy(), grad_sum.copy(), count, losses)
         return grad_sum, count, losses
 
-    def _step(self, step: int, cursor: Cursor):
+    def step(self, step: int, cursor: Cursor):
+        """One attempt at ``step`` from ``cursor`` (batch, gradient, sync, update): (the pending
+        StepOutcome, its StepTimes); a CommError ends the attempt and the loop rolls it back."""
         start = time.perf_counter()
         role = self.recovery.role(self)
         pending = self._pending
@@ -287,7 +290,7 @@ class Trainer:
             optimizer=optimizer_evidence(self.optimizer) if full else None,
             sharding=sharding_evidence(p.own, self.params) if full else None))
 
-    def _advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
+    def advance_known_cursors(self, outcome: StepOutcome) -> tuple[list[int], int | None]:
         """Move every member that consumed a batch this step; (epoch ends, lowest contributing epoch)."""
         ends, epochs = [], []
         contributing = set(outcome.reduction.contributing) if outcome.reduction is not None else set()

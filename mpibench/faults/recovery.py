@@ -270,7 +270,8 @@ class FaultRecovery(Recovery):
         return sides.healed(self, trainer)
 
     def hand_over(self, resume):
-        """What the replacements are handed (a respawn.Resume); self-test mutants override it."""
+        """What the replacements are handed (a respawn.Resume); a subclass handed in through
+        mpibench.job.parts.RunParts may override it."""
         return resume
 
     def _resync(self, trainer, step: int) -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from mpi4py import MPI
 
@@ -16,24 +15,7 @@ from mpibench.engine.summary import Summary
 from mpibench.engine.watchdog import StepWatchdog
 from mpibench.engine.worker import Trainer
 
-
-@dataclass(frozen=True)
-class RunParts:
-    """The classes a run is built from. The self-test's mutants (:mod:`mpibench.job.mutants`)
-    plug in here, through :func:`use_parts`, instead of replacing names in modules."""
-
-    trainer: type = Trainer
-    recovery: type | None = None  # None: mpibench.faults.recovery.FaultRecovery
-    refuse: bool = True  # False: run what check_supported refuses (the state-lost-on-respawn mutant)
-
-
-_parts = RunParts()
-
-
-def use_parts(parts: RunParts) -> None:
-    """Build this process's runs from ``parts`` from now on."""
-    global _parts
-    _parts = parts
+from .parts import parts_for
 
 
 def recoverable_dup(world: MPI.Comm) -> MPI.Comm:
@@ -55,7 +37,7 @@ def prepare(config: RunConfig, world_size: int):
         schedule = load_schedule(config.scenario, world_size, config.seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if _parts.refuse:  # optimizer state no survivor would hold: refused before any folder is made
+    if parts_for(config).refuse:  # optimizer state no survivor would hold: refused before any folder is made
         check_supported(scenario_config(config, schedule), schedule)
     return schedule
 
@@ -134,17 +116,18 @@ def build_trainer(config: RunConfig, schedule, mpi_comm: MPI.Comm, worker_ids, r
     shards = make_shards(config.seed, config.samples, world_size)
     me = worker_ids[mpi_comm.Get_rank()]
     state = resume.pop("state", None)
+    parts = parts_for(config)
     if not schedule.events:
         comm = Comm(mpi_comm, worker_ids, deadline_s=config.deadline_s)
-        return _parts.trainer(config, comm, backend, dataset, shards, records, world_size, history=history,
-                              **resume)
+        return parts.trainer(config, comm, backend, dataset, shards, records, world_size, history=history,
+                             **resume)
     injector = Injector(schedule, me, config.straggler_deadline, spent_kills=state is not None)
     if pids is None:
         pids = dict(zip(worker_ids, mpi_comm.allgather(os.getpid())))
-    recovery = (_parts.recovery or FaultRecovery)(config, schedule, injector, world_size, pids, continuation, state)
+    recovery = (parts.recovery or FaultRecovery)(config, schedule, injector, world_size, pids, continuation, state)
     comm = recovery.make_comm(mpi_comm, worker_ids)
-    trainer = _parts.trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery,
-                      history=history, **resume)
+    trainer = parts.trainer(config, comm, backend, dataset, shards, records, world_size, recovery=recovery,
+                            history=history, **resume)
     if state is None:
         recovery.rebuild(trainer)  # the data plane gets its own communicator
     return trainer

@@ -34,22 +34,21 @@ _FIELDS = {"--strategy": ("strategy", str), "--scenario": ("scenario", str), "--
            "--bucket-bytes": ("bucket_bytes", lambda t: parse_size(t)), "--ps-shards": ("ps_shards", int),
            "--straggler-deadline": ("straggler_deadline", float), "--deadline-s": ("deadline_s", float),
            "--lr": ("lr", float), "--features": ("features", int), "--hidden": ("hidden", int),
-           "--classes": ("classes", int), "--device": ("device", str), "--momentum": ("momentum", float)}
+           "--classes": ("classes", int), "--device": ("device", str), "--momentum": ("momentum", float),
+           "--run-parts": ("run_parts", str)}
 TAIL_CHARS = 4000
 
 
-def config_of(args: list[str]) -> tuple[RunConfig, str | None, str | None]:
-    """(config, --mutant, --out) from ``run`` arguments as the drivers write them."""
+def config_of(args: list[str]) -> tuple[RunConfig, str | None]:
+    """(config, --out) from ``run`` arguments as the drivers write them."""
     if not args or args[0] != "run":
         raise UsageError(f"not a run command: {shlex.join(args)}")
-    fields, mutant, out = {}, None, None
+    fields, out = {}, None
     pairs = args[1:]
     if len(pairs) % 2:
         raise UsageError(f"run arguments must come in option/value pairs: {shlex.join(args)}")
     for flag, value in zip(pairs[::2], pairs[1::2]):
-        if flag == "--mutant":
-            mutant = value
-        elif flag == "--out":
+        if flag == "--out":
             out = value
         elif flag in _FIELDS:
             name, kind = _FIELDS[flag]
@@ -61,29 +60,13 @@ def config_of(args: list[str]) -> tuple[RunConfig, str | None, str | None]:
             raise UsageError(f"the simulated engine does not take {flag} in a case")
     config = RunConfig(**fields)
     config.check_values()
-    return config, mutant, out
+    return config, out
 
 
 def sim_replay(case: Case, folder: Path, out_name: str = "replay") -> str:
     args = case.run_args(folder / "schedule.toml", folder / out_name)
     return shlex.join([*env_prefix(with_mpi=False), sys.executable, "-m", "mpibench", *args[:1], "--engine", "sim", "--ranks",
                        str(case.workers), *args[1:]])
-
-
-@contextlib.contextmanager
-def _mutant(name: str | None):
-    """Build this process's runs with the mutant ``name`` for the duration (None: honest)."""
-    if name is None:
-        yield
-        return
-    from mpibench.job.mutants import install
-    from mpibench.job.runner import RunParts, use_parts
-
-    install(name)
-    try:
-        yield
-    finally:
-        use_parts(RunParts())
 
 
 def run_case_sim(case: Case, folder: Path, settings: SimSettings = SimSettings(),
@@ -94,10 +77,10 @@ def run_case_sim(case: Case, folder: Path, settings: SimSettings = SimSettings()
     install()
     schedule_path = write_case(case, folder)
     out_dir = folder / "run"
-    config, mutant, _ = config_of(case.run_args(schedule_path, out_dir))
+    config, _ = config_of(case.run_args(schedule_path, out_dir))
     stdout, stderr = io.StringIO(), io.StringIO()
     start = time.perf_counter()
-    with _mutant(mutant), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         status, result = simulate_run(config, str(out_dir), case.workers, settings, quiet=True)
     wall_s = time.perf_counter() - start
     job = JobResult(None if result.deadlocked else status, wall_s, deadline_s,

@@ -16,7 +16,7 @@ def settings_for(platform: str | None) -> SimSettings:
     return SimSettings(net=load_platform(platform).network())
 
 
-def simulated_run(install_mutant, make_config, make_request, ranks: int, platform: str | None) -> int:
+def simulated_run(make_config, make_request, ranks: int, platform: str | None) -> int:
     """``run --engine sim``: the exit status of the simulated job."""
     from .process import install
 
@@ -24,7 +24,6 @@ def simulated_run(install_mutant, make_config, make_request, ranks: int, platfor
     if ranks < 1:
         raise UsageError(f"--ranks must be at least 1, got {ranks}")
     settings = settings_for(platform)
-    install_mutant()
     config = make_config()
     from mpibench.job.runner import prepare
 

@@ -22,7 +22,7 @@ class SimSweepRequest:
     swarm: bool
     exhaustive: bool
     engine: str
-    mutant: str | None
+    run_parts: str  # '': production parts; else every case's --run-parts MODULE:NAME
     shrink_runs: int
     case_deadline_s: float
     time_budget_min: float | None
@@ -35,7 +35,7 @@ class SimSweepRequest:
 
 
 def _plan(r: SimSweepRequest):
-    extra = ("--mutant", r.mutant) if r.mutant else ()
+    extra = ("--run-parts", r.run_parts) if r.run_parts else ()
     if r.exhaustive:
         from .exhaustive import ExhaustivePlan
 

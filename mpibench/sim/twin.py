@@ -127,7 +127,7 @@ def run_sim(case: Case, folder: Path, choices: dict) -> tuple[Outcome, dict]:
     (its outcome, the record as the job left it)."""
     schedule_path = write_case(case, folder)
     out_dir = folder / "run"
-    config, _, _ = config_of(case.run_args(schedule_path, out_dir))
+    config, _ = config_of(case.run_args(schedule_path, out_dir))
     settings = SimSettings(auto_choices=tuple(sorted(choices.items())))
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):

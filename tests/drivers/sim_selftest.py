@@ -4,7 +4,7 @@ import sys
 import time
 from pathlib import Path
 
-from mpibench.sim.selftest import run_selftest_sim
+from mpibench.selftest.sim import run_selftest_sim
 
 start = time.perf_counter()
 results = run_selftest_sim(Path(sys.argv[1]))

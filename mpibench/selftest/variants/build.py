@@ -3,10 +3,9 @@
 Each mutant is a sync strategy with one deliberate mistake, plugged in
 through the ordinary :class:`~mpibench.sync.base.SyncStrategy` interface and
 the trainer's ``strategy_factory`` (``stale-rejoin`` also wraps two recovery
-hooks). None
-of them is registered in :data:`mpibench.sync.STRATEGIES`, so no production
-command line can select one: only ``run --mutant NAME`` (hidden) installs one,
-in that process only, via :func:`install`.
+hooks). None of them is registered in :data:`mpibench.sync.STRATEGIES`; a run
+gets one only through the public run-parts hook, ``run --run-parts
+mpibench.selftest.variants:NAME`` (:func:`parts`, :func:`mpibench.job.parts.parts_for`).
 
 The arithmetic mistakes are mixins over any production strategy class, so the
 same mistake can be tried under native, ring or PS:
@@ -39,8 +38,8 @@ import numpy as np
 
 from mpibench.sync.base import Reduction
 
-from .mutant_catalogue import MUTANTS
-from .recovery_mutants import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_recovery
+from .catalogue import MUTANTS
+from .recovery import DeadLeakMixin, DoubleApplyMixin, stale_rejoin_recovery
 
 
 # ---------------------------------------------------------------------------- weighting mistakes
@@ -174,10 +173,10 @@ def strategy_factory(mutant: str, batch_size: int):
     """
     from mpibench.sync import STRATEGIES, make_strategy
 
-    from .loop_mutants import SkipMemberMixin
-    from .record_mutants import RECORD_MIXINS
-    from .hsdp_mutants import HSDP_MIXINS
-    from .sharded_mutants import SHARDED_MIXINS
+    from .loop import SkipMemberMixin
+    from .record import RECORD_MIXINS
+    from .hsdp import HSDP_MIXINS
+    from .sharded import SHARDED_MIXINS
 
     mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin,
               "skip-member": SkipMemberMixin, **RECORD_MIXINS, **SHARDED_MIXINS, **HSDP_MIXINS}
@@ -195,35 +194,34 @@ def strategy_factory(mutant: str, batch_size: int):
     return build
 
 
-# ---------------------------------------------------------------------------- installing one
-def install(mutant: str) -> None:
-    """Make this process's runs use ``mutant`` (the hidden ``run --mutant``).
+# ---------------------------------------------------------------------------- the run's parts
+def parts(mutant: str, config):
+    """The :class:`~mpibench.job.parts.RunParts` that plant ``mutant`` in a run of ``config``
+    (ValueError: no such mutant).
 
-    The mutant plugs in where any run is built (:func:`mpibench.job.runner.use_parts`):
-    a trainer whose strategy factory builds the mutant (and whose loop hook is
-    overridden, for the loop mistakes), and for ``stale-rejoin`` a recovery
-    whose hooks keep stale parameters.
+    A trainer whose strategy factory builds the mutant (and, for the loop mistakes, whose
+    public loop hooks are overridden), and for ``stale-rejoin`` a recovery whose hooks keep
+    stale parameters.
     """
     from mpibench.engine.worker import Trainer
+    from mpibench.job.parts import RunParts
 
-    from .loop_mutants import LOOP_MUTANTS
-    from .record_mutants import RECORD_LOOP_MUTANTS
-    from .runner import RunParts, use_parts
+    from .loop import LOOP_MUTANTS
+    from .record import RECORD_LOOP_MUTANTS
+    from .sharded import NO_REFUSAL
 
-    LOOP_MUTANTS = {**LOOP_MUTANTS, **RECORD_LOOP_MUTANTS}
+    loop_mutants = {**LOOP_MUTANTS, **RECORD_LOOP_MUTANTS}
     if mutant not in MUTANTS:
         raise ValueError(f"unknown mutant {mutant!r} (choose from {', '.join(MUTANTS)})")
     base = Trainer
-    if mutant in LOOP_MUTANTS:  # a mistake in the loop itself: its hook overridden
-        base = type(f"{LOOP_MUTANTS[mutant].__name__}Trainer", (LOOP_MUTANTS[mutant], base), {})
+    if mutant in loop_mutants:  # a mistake in the loop itself: its hook overridden
+        base = type(f"{loop_mutants[mutant].__name__}Trainer", (loop_mutants[mutant], base), {})
 
     class MutantTrainer(base):
         def __init__(self, config, *args, **kw):
             kw["strategy_factory"] = strategy_factory(mutant, config.batch_size)
             super().__init__(config, *args, **kw)
 
-    from .sharded_mutants import NO_REFUSAL
-
-    use_parts(RunParts(trainer=MutantTrainer,
-                       recovery=stale_rejoin_recovery() if mutant == "stale-rejoin" else None,
-                       refuse=mutant not in NO_REFUSAL))
+    return RunParts(trainer=MutantTrainer,
+                    recovery=stale_rejoin_recovery() if mutant == "stale-rejoin" else None,
+                    refuse=mutant not in NO_REFUSAL)

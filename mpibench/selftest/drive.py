@@ -1,8 +1,9 @@
 """The self-test: the checker must catch every known-bad reduction.
 
-Each trial is one MPI job running ``run --mutant NAME`` (see
-:mod:`mpibench.job.mutants`) on small, uneven shards so that epochs end on short
-batches within the first steps. A mutant passes the self-test only if some
+Each trial is one MPI job running ``run --run-parts mpibench.selftest.variants:NAME``
+(the public run-parts hook; see :mod:`mpibench.selftest.variants.build`) on small,
+uneven shards so that epochs end on short batches within the first steps. A mutant
+passes the self-test only if some
 invariant fails ("caught by X at step s"); the self-test exits 0 only if
 every mutant is caught and every control behaves.
 
@@ -26,19 +27,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
-from .launch import kill_all
-from .tee import summary_stream
+from mpibench.drive.cases import OK, VIOLATION, Case, Outcome, read_rows, run_case, stderr_gist
+from mpibench.drive.launch import kill_all
+from mpibench.drive.tee import summary_stream
 from mpibench.base.exits import EXIT_COULD_NOT_RUN
-from mpibench.job.mutant_catalogue import MUTANTS
+from mpibench.selftest.variants import hook
+from mpibench.selftest.variants.catalogue import MUTANTS, runs_on
 
 UNEVEN_SAMPLES, UNEVEN_BATCH = 100, 16
 # Mutants that live in the ring: they and their honest controls run under it.
 RING_MUTANTS = {"offset-blind": "ring", "bounds-only": "ring", "dead-leak": "ring",
-                # the sharding defects, planted in zero-ring (mpibench.job.sharded_mutants)
+                # the sharding defects, planted in zero-ring (mpibench.selftest.variants.sharded)
                 "shard-offset": "zero-ring", "owner-steps-twice": "zero-ring", "stale-gather": "zero-ring",
                 "state-lost-on-respawn": "zero-ring",
-                # the hybrid sharding defects, planted in hsdp (mpibench.job.hsdp_mutants)
+                # the hybrid sharding defects, planted in hsdp (mpibench.selftest.variants.hsdp)
                 "replica-stale-gather": "hsdp", "replica-swap-skipped": "hsdp", "handover-claims-all": "hsdp",
                 "hsdp-state-lost-on-respawn": "hsdp"}
 ALSO_IN_HSDP = ("shard-offset", "owner-steps-twice")  # zero-ring's sharding mutants, also tried in hsdp
@@ -68,7 +70,7 @@ class Trial:
         if self.check_every != 1:
             extra += ["--check-every", str(self.check_every)]
         if self.mutant:
-            extra += ["--mutant", self.mutant]
+            extra += ["--run-parts", hook(self.mutant)]
         schedule = Schedule(f"selftest-{self.label}", self.workers, tuple(self.events))
         return Case(self.label, 0, self.workers, self.strategy, self.recovery, STEPS, schedule, tuple(extra))
 
@@ -164,6 +166,8 @@ def verdict(trial: Trial, outcome: Outcome, invariants_csv: Path | None = None) 
         step, invariant = outcome.first_violation.split(maxsplit=1)
         names = (failing_at(invariants_csv, step) if invariants_csv else []) or [invariant]
         text = f"caught by {', '.join(names)} at step {step}"
+        if trial.expect_caught and (must := MUTANTS[trial.mutant].caught_by) not in names:  # its record's invariant
+            return False, f"{text} -- but not by {must}, which must catch it"
         return trial.expect_caught, text if trial.expect_caught else f"{text} -- but it must not be"
     if outcome.outcome == OK:
         held = "not distinguishable" if trial.group == "equal" else "all invariants held"
@@ -172,8 +176,14 @@ def verdict(trial: Trial, outcome: Outcome, invariants_csv: Path | None = None) 
     return False, f"job failed ({outcome.first_violation}): {stderr_gist(outcome.job.stderr_tail)}"
 
 
+# A folder name holds neither the label's '/' nor a plugin strategy's package.module:Class colon
+# (it breaks PATH-like lists, scp, Windows copies); the labels of one self-test share their
+# strategy prefix and differ in parts without either, so the folders differ as the labels do.
+FOLDER_SAFE = str.maketrans({"/": "_", ":": "."})
+
+
 def folder(out: Path, trial: Trial) -> Path:
-    return out / trial.label.replace("/", "_")
+    return out / trial.label.translate(FOLDER_SAFE)
 
 
 def launched(out: Path, trial: Trial) -> bool:
@@ -244,11 +254,10 @@ def strategy_summary(strategy: str, plan: list, outcomes: list) -> str:
 def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float = 60.0,
                  stream=None, only: set[str] | None = None, strategy: str | None = None) -> int:
     """Run the trials (those labelled in ``only``, if given); 0 only if each came out right.
-
-    With ``strategy``, the trials are :func:`strategy_trials` of that strategy instead.
-    """
+    With ``strategy``, the trials are :func:`strategy_trials` of that strategy instead."""
     stream = stream or sys.stdout
-    plan = [t for t in (strategy_trials(strategy) if strategy else trials()) if only is None or t.label in only]
+    plan = [t for t in (strategy_trials(strategy) if strategy else trials())
+            if (only is None or t.label in only) and runs_on(t.mutant, "mpi")]
     samples, batch = equal_batches(0, WORKERS)
     start = time.perf_counter()
     what = (f" of {strategy}: {len(plan)} jobs, no faults then each planted fault once" if strategy
@@ -278,8 +287,7 @@ def run_selftest(out: Path, mpiexec: list[str], jobs: int = 2, deadline_s: float
               "equal": f"weighting mutants with EQUAL batches, no faults (--samples {samples} "
                        f"--batch-size {batch}: every shard a whole number of batches):",
               "control": (f"{strategy} on uneven shards, each planted fault once (its schedule after the label):"
-                          if strategy
-                          else "controls (honest reductions, same settings):")}
+                          if strategy else "controls (honest reductions, same settings):")}
     for group, title in titles.items():
         if not any(t.group == group for t in plan):
             continue

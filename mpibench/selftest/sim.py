@@ -1,10 +1,10 @@
 """The self-test on the simulated engine: the same trials, judged by the same rules.
 
-Every trial of :func:`mpibench.drive.selftest.trials` (the known-bad
+Every trial of :func:`mpibench.selftest.drive.trials` (the known-bad
 reductions, the equal-batch controls that must *not* be caught, the honest
 controls with and without faults) runs as a simulated case
 (:func:`mpibench.sim.cases.run_case_sim`) and is judged by the real
-self-test's :func:`~mpibench.drive.selftest.verdict`, so a catch reads the same
+self-test's :func:`~mpibench.selftest.drive.verdict`, so a catch reads the same
 ("caught by X at step s") on both engines and the steps can be compared.
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpibench.drive.selftest import Trial, folder, trials, verdict
-
-from .cases import run_case_sim
-from .jobs import SimSettings
+from mpibench.selftest.drive import Trial, folder, trials, verdict
+from mpibench.selftest.variants.catalogue import runs_on
+from mpibench.sim.cases import run_case_sim
+from mpibench.sim.jobs import SimSettings
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def run_selftest_sim(out: Path, settings: SimSettings = SimSettings(), labels=No
     """Every trial (or those named in ``labels``), one line each on stdout."""
     results = []
     for trial in trials():
-        if labels is not None and trial.label not in labels:
+        if (labels is not None and trial.label not in labels) or not runs_on(trial.mutant, "sim"):
             continue
         result = run_trial(trial, out, settings)
         mark = "ok  " if result.ok else "FAIL"

@@ -41,8 +41,8 @@ import numpy as np
 
 # ---------------------------------------------------------------------------- what records claim
 class StallClaimsBatch:
-    def _step(self, step, cursor):
-        pending, times = super()._step(step, cursor)
+    def step(self, step, cursor):
+        pending, times = super().step(step, cursor)
         if pending.role == "stall":
             pending.batch = self.next_batch(cursor)[0]  # claimed as consumed; the cursor stays
         return pending, times
@@ -69,8 +69,8 @@ class LoneRecorder:
 
 
 class LateKeepsBatch:
-    def _step(self, step, cursor):
-        pending, times = super()._step(step, cursor)
+    def step(self, step, cursor):
+        pending, times = super().step(step, cursor)
         if pending.role == "late":
             self.cursor = cursor  # the batch is walked again next step
         return pending, times

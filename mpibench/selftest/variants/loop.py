@@ -1,10 +1,10 @@
 """Known-bad worker loops: the bug classes that live outside the arithmetic of a reduction.
 
 Each is a mixin over :class:`mpibench.engine.worker.Trainer` that overrides one of
-its hooks (``next_batch``, ``rollback``, ``_advance_known_cursors``,
-``_step``), installed only by the hidden ``run --mutant NAME`` through
-:func:`mpibench.job.mutants.install`. The checker must name each at the step
-where it happens:
+its public extension points (``next_batch``, ``rollback``, ``advance_known_cursors``,
+``step``), handed to a run only through the run-parts hook (``run --run-parts
+mpibench.selftest.variants:NAME``, :func:`mpibench.selftest.variants.run_parts`). The
+checker must name each at the step where it happens:
 
 * ``resume-epoch-start``: survivors hand a replacement the start of its dead
   worker's epoch instead of where it stood (data);
@@ -27,8 +27,8 @@ from mpibench.sync.base import Reduction
 
 
 class ResumeEpochStart:
-    def _advance_known_cursors(self, outcome):
-        result = super()._advance_known_cursors(outcome)
+    def advance_known_cursors(self, outcome):
+        result = super().advance_known_cursors(outcome)
         for w, c in self.known_cursors.items():
             if w != self.comm.worker_id:
                 self.known_cursors[w] = Cursor(c.epoch, 0)
@@ -64,8 +64,8 @@ class KeepAborted:
 
 
 class MinorityCommit:
-    def _step(self, step, cursor):
-        pending, times = super()._step(step, cursor)
+    def step(self, step, cursor):
+        pending, times = super().step(step, cursor)
         if pending.role != "stall":
             return pending, times
         indices, after = self.next_batch(cursor)
