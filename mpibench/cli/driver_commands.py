@@ -148,8 +148,11 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
               help="instead: check this strategy (name or package.module:Class) on uneven shards, "
                    "once without faults and once under each distinct fault the self-test plants "
                    "(8 jobs); exit 0 only if it holds every invariant")
+@click.option("--engine", type=click.Choice(["mpi", "sim"]), default="mpi", show_default=True,
+              help="sim: every case simulated in this process on a virtual clock, no mpirun (the same "
+                   "known-bad reductions and controls, judged by the same rules; one at a time)")
 @with_options(out_options("the self-test (one folder per job, the summary in selftest.txt)"))
-def selftest(jobs, mpiexec, strategy, **kw):
+def selftest(jobs, mpiexec, strategy, engine, **kw):
     from mpibench.drive.launch import LaunchError, launcher_argv, preflight
     from mpibench.selftest.drive import WORKERS, run_selftest
     from mpibench.sync.registry import validate
@@ -158,7 +161,11 @@ def selftest(jobs, mpiexec, strategy, **kw):
         raise UsageError("--jobs must be at least 1")
     if strategy is not None:
         validate([strategy])
+    if engine == "sim" and strategy is not None:
+        raise UsageError("--strategy checks a strategy in real MPI jobs; leave out --engine sim")
     request = out_request(kw, "selftest", 0)  # a folder holding results is refused before anything runs
+    if engine == "sim":
+        sys.exit(_selftest_sim(request))
     try:
         preflight(mpiexec, WORKERS)
     except LaunchError as exc:
@@ -173,6 +180,19 @@ def selftest(jobs, mpiexec, strategy, **kw):
     with summary_stream(out / "selftest.txt") as stream:
         code = run_selftest(out, launcher_argv(mpiexec), jobs, stream=stream, strategy=strategy)
     sys.exit(code)
+
+
+def _selftest_sim(request) -> int:
+    from mpibench.drive.tee import summary_stream
+    from mpibench.job.outdir import OutDirError, resolve
+    from mpibench.selftest.sim import selftest_sim_command
+
+    try:
+        out = Path(resolve(request))
+    except OutDirError as exc:
+        raise UsageError(str(exc)) from None
+    with summary_stream(out / "selftest.txt") as stream:
+        return selftest_sim_command(out, stream)
 
 
 @click.command()

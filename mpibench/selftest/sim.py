@@ -10,6 +10,7 @@ self-test's :func:`~mpibench.selftest.drive.verdict`, so a catch reads the same
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,3 +49,25 @@ def run_selftest_sim(out: Path, settings: SimSettings = SimSettings(), labels=No
         print(f"{mark} [simulated] {trial.label:<28} {result.text} ({result.wall_s:.2f} s)", flush=True)
         results.append(result)
     return results
+
+
+def selftest_sim_command(out: Path, stream) -> int:
+    """``selftest --engine sim``: every trial simulated in this process, one line each, judged by
+    the same rules as on MPI; 0 only if each came out right."""
+    start = time.perf_counter()
+    plan = trials()
+    stream.write(f"selftest [simulated]: {len(plan)} cases "
+                 f"({sum(t.group == 'mutant' for t in plan)} known-bad reductions), one at a time\n")
+    stream.flush()
+    results = []
+    for trial in plan:
+        result = run_trial(trial, out)
+        results.append(result)
+        stream.write(f"  {'ok ' if result.ok else 'BAD'} {trial.label:<28} {result.text}  [{trial.strategy}]\n")
+        stream.flush()
+    caught = sum(1 for r in results if r.trial.group == "mutant" and r.first_violation)
+    bad = sum(r.trial.group == "mutant" for r in results)
+    good = all(r.ok for r in results)
+    stream.write(f"selftest [simulated] {'passed' if good else 'FAILED'}: {caught} of {bad} known-bad "
+                 f"reductions caught in {time.perf_counter() - start:.0f} s; cases in {out}\n")
+    return 0 if good else 1
