@@ -28,6 +28,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from mpibench.base import stats
 from mpibench.results.calibration import Calibration
 from mpibench.sync.comm import Comm
 
@@ -53,7 +54,7 @@ def reduction_s_per_byte(nbytes: int, repeats: int = 0) -> float:
         start = time.perf_counter()
         np.add(dst, src, out=dst)
         times[i] = time.perf_counter() - start
-    return float(np.median(times)) / nbytes
+    return stats.median(times) / nbytes
 
 
 # ----------------------------------------------------------------------------- compute
@@ -72,7 +73,7 @@ def medians_in_turns(works, repeats: int, warmup: int = 3) -> np.ndarray:
             work()
             if i >= 0:
                 times[j, i] = time.perf_counter() - start
-    return np.median(times, axis=1)
+    return stats.median(times, axis=1)
 
 
 def local_step(config, batch: int):
@@ -108,7 +109,7 @@ def call_overhead_s(n_floats: int, repeats: int = 200) -> float:
         comm.allreduce(src, dst)
         if i >= 0:
             times[i] = time.perf_counter() - start
-    return float(np.median(times))
+    return stats.median(times)
 
 
 def compute_fit(config, batches=(8, 256), repeats: int = 30) -> tuple[float, float]:
@@ -148,10 +149,10 @@ def one_rank_step_s(run, config, batch: int, strategy: str | None = None, repeat
     for _ in range(repeats):
         records = MemoryRecords()
         run(loop, MPI.COMM_SELF, records, NumpyBackend())
-        medians.append(float(np.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]])))
+        medians.append(stats.median([r["step_time_s"] for r in records.steps.rows[LOOP_WARMUP:]]))
         if parts is not None:  # each step's parts after the warm-up (engine.steprecord.PART_NAMES)
             parts.extend(records.own_parts[LOOP_WARMUP:])
-    return float(np.median(medians))
+    return stats.median(medians)
 
 
 def loop_overhead_s(run, config, call_s: float) -> float:
@@ -167,7 +168,7 @@ def one_rank_table(run, config, batches, strategies) -> tuple[dict, dict]:
     for b in sorted(set(batches)):
         per = {name: one_rank_step_s(run, config, b, name) for name in (strategies or [config.strategy])}
         by_strategy.update({f"{name}:{b}": t for name, t in per.items()})
-        by_batch[str(b)] = float(np.median(list(per.values())))
+        by_batch[str(b)] = stats.median(list(per.values()))
     return by_batch, by_strategy
 
 

@@ -14,6 +14,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from mpibench.base import stats
 from mpibench.faults import ulfm
 
 from .timing import idle_until_released
@@ -27,7 +28,7 @@ def _median_agree_s(comm: MPI.Comm, repeats: int) -> float:
         start = time.perf_counter()
         ulfm.agree(comm, True)
         times[k] = time.perf_counter() - start
-    return float(np.median(times))
+    return stats.median(times)
 
 
 def agreement_s(world: MPI.Comm, repeats: int = AGREEMENTS) -> tuple[float, float]:

@@ -19,6 +19,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from mpibench.base import stats
 from mpibench.sync.comm import Comm
 
 from .timing import on_pair
@@ -58,5 +59,5 @@ def _timed(comm: Comm, rank: int, work, sizes) -> list[tuple[int, float]]:
             comm.wait([comm.irecv(receive, peer), comm.isend(send, peer)])
             if i >= 0:
                 times[i] = time.perf_counter() - start
-        results.append((send.nbytes, float(np.median(times))))
+        results.append((send.nbytes, stats.median(times)))
     return results

@@ -11,6 +11,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from mpibench.base import stats
 from mpibench.sync.comm import Comm
 
 from .timing import on_pair
@@ -44,5 +45,5 @@ def _half_round_trips(comm: Comm, rank: int, sizes) -> list[tuple[int, float]]:
                 comm.send(buf, peer)
             if i >= 0:
                 times[i] = (time.perf_counter() - start) / 2
-        results.append((buf.nbytes, float(np.median(times))))
+        results.append((buf.nbytes, stats.median(times)))
     return results

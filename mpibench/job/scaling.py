@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from mpi4py import MPI
 
+from mpibench.base import stats
 from .calibrate import LOOP_REPEATS, LOOP_WARMUP as WARMUP_STEPS  # the one-rank calibration skips as many
 from .calibrate import one_rank_step_s
 from .timing import blas_one_thread, idle_until_released
@@ -80,7 +81,7 @@ def measure_point(world: MPI.Comm, run, config, p: int, backend) -> dict | None:
         with blas_one_thread():
             summary = run(config, sub, records, backend)
         own = records.own_sync_s[WARMUP_STEPS:] or records.own_sync_s
-        per_rank = sub.gather(float(np.median(own)) if own else None, root=0)
+        per_rank = sub.gather(stats.median_or_none(own), root=0)
         tables = sub.gather(records.own_parts, root=0)
         sub.Free()
         if rank == 0:
@@ -118,8 +119,7 @@ def measure_rounds(world: MPI.Comm, run, config, p: int, backend, rounds: int) -
 
 
 def _median(values) -> float | None:
-    known = [v for v in values if v is not None]
-    return float(np.median(known)) if known else None
+    return stats.median_or_none(values)
 
 
 def one_rank_beside(world: MPI.Comm, run, config, p: int, repeats: int = LOOP_REPEATS) -> tuple:
@@ -154,8 +154,8 @@ def _timing_row(rows: list[dict], summary) -> dict:
     kept = rows[WARMUP_STEPS:] or rows
     step = np.array([r["step_time_s"] for r in kept])
     sync = np.array([r["sync_time_s"] for r in kept])
-    return {"steps": len(kept), "step_time_s": float(np.median(step)),
-            "step_time_p90_s": float(np.percentile(step, 90)), "sync_time_s": float(np.median(sync)),
+    return {"steps": len(kept), "step_time_s": stats.median(step),
+            "step_time_p90_s": stats.percentile(step, 90), "sync_time_s": stats.median(sync),
             "violations": summary.violations}
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mpibench.base import stats
 from mpibench.engine.steprecord import PART_NAMES
 
 MEASURED_PARTS = ("compute_s", "reduction_s", "commit_s", "evidence_s", "check_s", "wait_s")
@@ -71,4 +72,4 @@ def one_rank_parts(tables: list, warmup: int) -> dict:
 
 
 def _median(values) -> float:
-    return float(np.median(values))
+    return stats.median(values)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import time
 
-import numpy as np
 from mpi4py import MPI
 
+from mpibench.base import stats
 from mpibench.sync.comm import Comm
 
 IDLE_POLL_S = 0.002
@@ -47,21 +47,16 @@ def cores_available() -> int:
 
 
 def fit_alpha_beta(points) -> tuple[float, float]:
-    """``t(n) = alpha + n*beta`` anchored at the smallest message: beta is the
-    least-squares slope through that point (never negative), alpha the line's value at 0.
+    """``t(n) = alpha + n*beta`` anchored at the smallest message (:func:`..base.stats.fit_anchored`).
 
     More robust on a noisy host than a free intercept, which one slow large-message
     point can drive below zero: here alpha stays within the smallest message's time."""
-    sizes, times = (np.asarray(v, float) for v in zip(*sorted(points)))
-    dx, dt = sizes - sizes[0], times - times[0]
-    beta = max(float(np.dot(dx, dt) / np.dot(dx, dx)), 0.0) if np.dot(dx, dx) > 0 else 0.0
-    return max(float(times[0] - beta * sizes[0]), 0.0), beta
+    return stats.fit_anchored(points)
 
 
 def fit_line(xs, ys) -> tuple[float, float]:
-    """Least-squares ``y = a + b x`` with both coefficients clipped at zero."""
-    slope, intercept = np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)
-    return max(float(intercept), 0.0), max(float(slope), 0.0)
+    """Least-squares ``y = a + b x`` with both coefficients clipped at zero (the core's fit)."""
+    return stats.fit_line(xs, ys)
 
 
 def blas_one_thread():

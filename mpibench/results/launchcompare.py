@@ -27,10 +27,9 @@ import os
 import re
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu
 
+from ..base.stats import shift_ratio
 from .launchstats import CANNOT_TELL, CONFIDENCE, FASTER, SAME, SLOWER
 
 LAUNCH_FOLDER = re.compile(r"launch-\d{2,}")
@@ -103,27 +102,14 @@ def launch_times(folders: list[str], keys: list[str]) -> dict[tuple, list[float]
     return times
 
 
-def _accepted(log_a: np.ndarray, log_b: np.ndarray, shift: float, confidence: float) -> bool:
-    """The rank test does not reject "B is A shifted by ``shift``" (two-sided)."""
-    return mannwhitneyu(log_b - shift, log_a, alternative="two-sided", method="exact").pvalue > 1 - confidence
-
-
 def compare_launches(a_s: list[float], b_s: list[float], margin: float,
                      confidence: float = CONFIDENCE) -> LaunchComparison:
     """B over A from each side's per-launch times (seconds, positive)."""
-    log_a = np.log(np.asarray([t for t in a_s if t > 0], dtype=float))
-    log_b = np.log(np.asarray([t for t in b_s if t > 0], dtype=float))
-    if log_a.size == 0 or log_b.size == 0:
-        return LaunchComparison(math.nan, math.nan, math.nan, int(log_a.size), int(log_b.size), CANNOT_TELL)
-    diffs = np.sort(np.subtract.outer(log_b, log_a).ravel())
-    estimate = float(np.median(diffs))
-    # Test between neighbouring differences (no ties there); an accepted gap's ends bound the interval.
-    gaps = np.concatenate(([diffs[0] - 1.0], (diffs[:-1] + diffs[1:]) / 2, [diffs[-1] + 1.0]))
-    inside = [i for i, g in enumerate(gaps) if _accepted(log_a, log_b, g, confidence)]
-    low = -math.inf if not inside or inside[0] == 0 else float(diffs[inside[0] - 1])
-    high = math.inf if not inside or inside[-1] == len(gaps) - 1 else float(diffs[inside[-1]])
+    shift = shift_ratio(a_s, b_s, confidence)
+    if math.isnan(shift.ratio):
+        return LaunchComparison(math.nan, math.nan, math.nan, shift.a_n, shift.b_n, CANNOT_TELL)
+    low, high = shift.log_low, shift.log_high
     edge = math.log1p(margin)
     verdict = (SLOWER if low > edge else FASTER if high < -edge
                else SAME if -edge <= low and high <= edge else CANNOT_TELL)
-    return LaunchComparison(math.exp(estimate), math.exp(low), math.exp(high), int(log_a.size),
-                            int(log_b.size), verdict)
+    return LaunchComparison(shift.ratio, shift.low, shift.high, shift.a_n, shift.b_n, verdict)

@@ -59,9 +59,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-CONFIDENCE = 0.95
+from ..base.stats import CONFIDENCE, Interval, median, median_interval, order_ranks  # noqa: F401 (used here and re-exported)
+
 MARGIN = 0.10  # practical equivalence: ratios within a factor 1.1 either way are "indistinguishable"
 MIN_GAP = 1.10  # two clusters closer than 10 % apart are one state of this host's noise
 NULL_DRAWS = 4000  # Monte Carlo draws of the unimodal null, per sample size
@@ -71,24 +71,6 @@ FASTER, SLOWER, SAME, BIMODAL = "faster", "slower", "indistinguishable", "bimoda
 CANNOT_TELL = "cannot tell"
 TOO_FEW = "too few launches"
 DECIDED = (FASTER, SLOWER, SAME)
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A median over ``n`` values with a distribution-free interval of coverage ``coverage``."""
-
-    median: float
-    low: float
-    high: float
-    n: int
-    coverage: float  # the interval's exact coverage (>= the confidence asked when n allows)
-
-    @property
-    def half_width_pct(self) -> float:
-        """Half the interval's width, in percent of the median (the noise a verdict can resolve)."""
-        if not self.median:
-            return math.nan
-        return (self.high - self.low) / 2 / abs(self.median) * 100
 
 
 @dataclass(frozen=True)
@@ -105,28 +87,6 @@ class Verdict:
     def resolution_pct(self) -> float:
         """The noise this comparison resolves: the interval's half-width in percent of its median."""
         return self.ratio.half_width_pct
-
-
-def order_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
-    """(j, coverage): the 1-based rank ``j`` of the interval's ends ``x_(j)``, ``x_(n+1-j)``."""
-    if n < 1:
-        raise ValueError("no values")
-    best_j, best_cov = 1, 1.0 - 2.0 * stats.binom.cdf(0, n, 0.5)
-    for j in range(2, (n + 1) // 2 + 1):
-        coverage = 1.0 - 2.0 * stats.binom.cdf(j - 1, n, 0.5)
-        if coverage < confidence:
-            break
-        best_j, best_cov = j, coverage
-    return best_j, float(min(1.0, max(0.0, best_cov))) if n > 1 else 0.0
-
-
-def median_interval(values, confidence: float = CONFIDENCE) -> Interval:
-    """The median of ``values`` and its order-statistic (binomial) interval."""
-    x = np.sort(np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float))
-    if x.size == 0:
-        return Interval(math.nan, math.nan, math.nan, 0, 0.0)
-    j, coverage = order_ranks(x.size, confidence)
-    return Interval(float(np.median(x)), float(x[j - 1]), float(x[x.size - j]), int(x.size), coverage)
 
 
 def gap_statistic(logs: np.ndarray) -> tuple[float, int]:
@@ -176,7 +136,7 @@ def clusters(values, alpha: float = 1 - CONFIDENCE, min_gap: float = MIN_GAP) ->
     if p >= alpha or not wide:
         return (), p, groups
     groups = (logs > cut).astype(int)
-    return (float(np.median(x[groups == 0])), float(np.median(x[groups == 1]))), p, groups
+    return (median(x[groups == 0]), median(x[groups == 1])), p, groups
 
 
 def band(margin: float = MARGIN) -> tuple[float, float]:

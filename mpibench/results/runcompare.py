@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 import os
 
-import numpy as np
 import pandas as pd
 
+from mpibench.base import stats
 from mpibench.base.config import UsageError
 
 from .launchcompare import compare_launches, condition_lines, conditions, launch_folders, launch_times
@@ -174,7 +174,7 @@ def compare_launch_runs(path_a: str, path_b: str, threshold: float, out: str | N
                        f"{'95 % interval':>15} {'launches':>9}  verdict"]
     for key in sorted(keys, key=lambda k: (k[0], k[1], k[2])):
         got = compare_launches(a[key], b[key], threshold)
-        ta, tb = float(np.median(a[key])), float(np.median(b[key]))
+        ta, tb = stats.median(a[key]), stats.median(b[key])
         rows.append({**dict(zip(KEYS, key)), "a_launches": got.a_launches, "b_launches": got.b_launches,
                      "a_time_s": ta, "b_time_s": tb, "ratio": got.ratio, "ratio_low": got.low,
                      "ratio_high": got.high, "regressed": got.verdict == SLOWER,

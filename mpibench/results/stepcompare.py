@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from mpibench.base import stats
 from .costmodel import STEP_PARTS
 
 KEYS = ("strategy", "mode", "ranks")
@@ -105,12 +106,12 @@ def median_points(folders: list) -> list:
         def med(side, figure):
             values = [getattr(p, side).get(figure, np.nan) for p in found]
             values = [v for v in values if np.isfinite(v)]
-            return float(np.median(values)) if values else float("nan")
+            return stats.median(values) if values else float("nan")
 
         load = [p.other_load_cores for p in found if np.isfinite(p.other_load_cores)]
         out.append(PointCompare(strategy, mode, ranks, {f: med("measured", f) for f in FIGURES},
                                 {f: med("modelled", f) for f in FIGURES},
-                                float(np.median(load)) if load else float("nan"), len(found)))
+                                stats.median(load) if load else float("nan"), len(found)))
     return out
 
 

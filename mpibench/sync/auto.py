@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mpibench.base import stats
 from . import auto_choices
 from .base import Reduction, SyncStrategy
 from .rabenseifner import Rabenseifner
@@ -101,7 +102,7 @@ def timed_choice(comm, backend, candidates: dict, width: int, dtype=np.float32) 
     every = np.zeros(comm.size * times.size)
     comm.allgather(times.ravel(), every)
     per_call = every.reshape(comm.size, *times.shape).max(axis=0)  # the slowest rank's time
-    return CANDIDATES[int(np.argmin(np.median(per_call, axis=1)))]
+    return CANDIDATES[int(np.argmin(stats.median(per_call, axis=1)))]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from mpi4py import MPI
+from mpibench.base import stats
+
 
 PINGPONG_BYTES = 1 << 20
 COPY_BYTES = 16 << 20
@@ -40,7 +42,7 @@ def _median_s(run, repeats: int = REPEATS) -> float:
         start = time.perf_counter()
         run()
         times[i] = time.perf_counter() - start
-    return float(np.median(times))
+    return stats.median(times)
 
 
 def _pingpong_s(mpi: MPI.Comm) -> float:

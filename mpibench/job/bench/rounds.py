@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from mpi4py import MPI
+from mpibench.base import stats
+
 
 PROBE_CALLS = 10
 MAX_CALLS_PER_ROUND = 20_000
@@ -68,8 +70,8 @@ def spread(rounds: list[RoundTimes], errors: int | None) -> Spread:
     t_max = np.array([r.t_max for r in rounds])
     mean = float(t_max.mean())
     cv = float(t_max.std(ddof=1) / mean * 100) if len(t_max) > 1 and mean > 0 else 0.0
-    return Spread(float(np.median([r.t_min for r in rounds])), float(np.median([r.t_avg for r in rounds])),
-                  float(np.median(t_max)), float(np.percentile(t_max, 90)), cv, tuple(t_max), errors)
+    return Spread(stats.median([r.t_min for r in rounds]), stats.median([r.t_avg for r in rounds]),
+                  stats.median(t_max), stats.percentile(t_max, 90), cv, tuple(t_max), errors)
 
 
 def timed_round(mpi: MPI.Comm, candidate, calls: int, lead: int = 0) -> tuple[RoundTimes, int | None]:
@@ -91,7 +93,7 @@ def calls_per_round(mpi: MPI.Comm, probe, minimum: int, round_s: float) -> int:
     the slowest rank's median call over a few probe calls, so every rank runs the same count."""
     if round_s <= 0:
         return minimum
-    per_call = float(np.median(probe.time_calls(PROBE_CALLS).times_s))
+    per_call = stats.median(probe.time_calls(PROBE_CALLS).times_s)
     slowest = mpi.allreduce(per_call, op=MPI.MAX)
     return int(min(MAX_CALLS_PER_ROUND, max(minimum, math.ceil(round_s / max(slowest, 1e-9)))))
 
@@ -123,4 +125,4 @@ def ratio_to(base: Spread | None, other: Spread) -> float | None:
     if base is None:
         return None
     pairs = [b / o for b, o in zip(base.t_max_by_round, other.t_max_by_round) if o > 0]
-    return float(np.median(pairs)) if pairs else None
+    return stats.median(pairs) if pairs else None
