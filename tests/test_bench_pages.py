@@ -141,6 +141,10 @@ except SystemExit as end:
     assert not end.code, end.code
 text = open("/proc/self/smaps_rollup").read()
 print("ANON_HUGE_KB", int(re.search(r"AnonHugePages:\s+(\d+)", text).group(1)), flush=True)
+# Mappings advised for huge pages (VmFlags "hg"): the advice is the software's, the grant the kernel's.
+advised = [flags for flags in re.findall(r"^VmFlags:(.*)$", open("/proc/self/smaps").read(), re.M)
+           if " hg" in flags]
+print("ADVISED_MAPPINGS", len(advised), flush=True)
 """
 
 
@@ -156,10 +160,13 @@ def test_bench_puts_every_buffer_on_the_pages_it_says(tmp_path, policy):
                       env=env, cwd=tmp_path)
     assert job.returncode == 0, job.text[-3000:]
     huge_kb = [int(line.split()[1]) for line in job.stdout.splitlines() if line.startswith("ANON_HUGE_KB")]
+    advised = [int(line.split()[1]) for line in job.stdout.splitlines() if line.startswith("ADVISED_MAPPINGS")]
     header = next(line for line in job.stdout.splitlines() if line.startswith("# pages:"))
     assert len(huge_kb) == 2, job.text[-3000:]
     if policy == "4k":
         assert huge_kb == [0, 0] and "huge pages off for this job" in header
     else:
-        assert pages.thp_mode() == "never" or min(huge_kb) > 0, huge_kb
+        # Whether the kernel grants a huge page depends on its free memory; what the policy
+        # decides is that NumPy's advice stands (or, with THP "always", that pages were given).
+        assert pages.thp_mode() == "never" or min(huge_kb) > 0 or min(advised) > 0, (huge_kb, advised)
         assert "huge pages off" not in header

@@ -289,13 +289,11 @@ class FaultRecovery(Recovery):
 
     # ------------------------------------------------------------------ what the records see
     def excluded(self, trainer, step: int) -> dict[int, str]:
-        s = self.state
         out = {w: "dead" for w in range(self.world_size) if w not in trainer.comm.worker_ids}
-        out.update({w: "unreachable" for w in s.stalled})
-        out.update({w: "late" for w in s.late})
-        return out
+        out.update({w: "unreachable" for w in self.state.stalled})
+        return out | {w: "late" for w in self.state.late}
 
     def _stuck_text(self, trainer, step: int, error) -> str:
-        return (f"step {step} could not commit after {self.state.attempts} attempt(s) on members "
-                f"{' '.join(map(str, trainer.comm.worker_ids))}: {error}"
-                + (f" (peers {' '.join(map(str, error.peers))})" if getattr(error, "peers", None) else ""))
+        members, peers = " ".join(map(str, trainer.comm.worker_ids)), getattr(error, "peers", None)
+        return (f"step {step} could not commit after {self.state.attempts} attempt(s) on members {members}: {error}"
+                + (f" (peers {' '.join(map(str, peers))})" if peers else ""))
