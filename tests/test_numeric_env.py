@@ -1,5 +1,6 @@
 """The environment a printed command carries: the numeric kernels' variables and the user's
-MPI tuning variables, never the launcher's own, and no MPI ones before a command without MPI."""
+MPI tuning variables, never the launcher's own, and no MPI ones before a command without MPI;
+the PYTHONPATH a plugin is found on."""
 import pytest
 
 from mpibench.base import numeric_env
@@ -11,6 +12,7 @@ def clean(monkeypatch):
     for key in list(os.environ):
         if key.startswith(numeric_env.NUMERIC_ENV_PREFIXES) or key.startswith(("OMPI_", "PRTE_", "MPIR_CVAR_")):
             monkeypatch.delenv(key)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     return monkeypatch
 
 
@@ -35,3 +37,9 @@ def test_a_command_without_mpi_carries_only_the_kernels(clean):
     assert numeric_env.env_prefix(with_mpi=False) == []
     clean.setenv("OMP_NUM_THREADS", "1")
     assert numeric_env.env_prefix(with_mpi=False)[1:] == ["OMP_NUM_THREADS=1"]
+
+
+def test_the_path_plugins_are_found_on_is_carried_by_every_command(clean):
+    clean.setenv("PYTHONPATH", "/home/me/plugins:/opt/kinds")
+    assert numeric_env.env_prefix()[1:] == ["PYTHONPATH=/home/me/plugins:/opt/kinds"]
+    assert numeric_env.env_prefix(with_mpi=False)[1:] == ["PYTHONPATH=/home/me/plugins:/opt/kinds"]

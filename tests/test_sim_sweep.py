@@ -2,12 +2,16 @@
 
 Cases run by ``--jobs 2`` (forked processes) get the rows one process gives them; ``--resume``
 runs exactly the cases an earlier launch's sweep.csv lacks and leaves one row per case; a
-resume that cannot go on is one line and exit 2, nothing in the folder lost.
+resume that cannot go on is one line and exit 2, nothing in the folder lost; a case that holds
+the host (simulated code that never blocks) is ended at its deadline and recorded as a hang.
 """
 from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -67,3 +71,39 @@ def test_a_resume_that_cannot_go_on_is_one_line_and_exit_2(tmp_path, setup, args
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert (sorted(p.name for p in out.iterdir()) if out.exists() else []) == before
+
+
+SPIN_PLUGIN = '''
+from mpibench.sync.base import Reduction, SyncStrategy
+
+
+class Spin(SyncStrategy):
+    name = "spin"
+
+    def reduce(self, buf):
+        while self.comm.rank == 0:  # never blocks, never yields: only a wall bound ends it
+            pass
+        self.comm.allreduce(buf.copy(), buf)
+        return Reduction(self.comm.worker_ids, [(0, len(buf))], len(buf))
+'''
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_case_that_holds_the_host_is_ended_at_its_deadline_as_a_hang_and_the_sweep_goes_on(tmp_path, jobs):
+    (tmp_path / "spin_plugin.py").write_text(SPIN_PLUGIN)
+    out = tmp_path / "sweep"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    job = subprocess.run([sys.executable, "-m", "mpibench", "sweep", "--engine", "sim", "--strategies",
+                          "ring,spin_plugin:Spin", "--seeds", "2", "--workers", "2", "--case-deadline", "2",
+                          "--shrink-runs", "0", "--no-replay-on-mpi", "--jobs", jobs, "--out", str(out)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    text = job.stdout + job.stderr
+    assert "Traceback" not in text, text[-3000:]
+    found = rows(out)
+    assert {c: r["outcome"] for c, r in found.items()} == {
+        "s0-n2-ring": "ok", "s1-n2-ring": "ok", "s0-n2-spin_plugin.Spin": "hang", "s1-n2-spin_plugin.Spin": "hang"}
+    hung = found["s0-n2-spin_plugin.Spin"]
+    assert hung["first_violation"] == "hung: no exit within the 2 s deadline"
+    # The replay names where the plugin came from, so it runs as pasted in a clean shell.
+    assert f"PYTHONPATH={env['PYTHONPATH']}" in hung["replay"] and "--engine sim" in hung["replay"]
+    assert not any(":" in p.name for p in (out / "cases").iterdir())

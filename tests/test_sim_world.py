@@ -65,3 +65,17 @@ def test_spawned_survivors_are_not_told_when_the_launched_job_dies_at_once(found
     assert found["lost_apart_False"]["deadlocked"] == [2]
     # the launched job's last process dying alone is reported (the main job's kills on real MPI)
     assert found["lost_apart_True"]["deadlocked"] == [] and found["lost_apart_True"]["codes"]["2"] == 7
+
+
+def test_polling_a_receive_ends_as_waiting_for_it_does_when_a_revoke_and_its_message_cross(found):
+    # sweep --engine sim hung here: the poll took the revoke's time as due while the receive
+    # was done only later, and tested again at the same instant for ever
+    polled, waited = found["revoke_landing_polled"], found["revoke_landing_waited"]
+    assert not polled["over"] and not waited["over"], (polled, waited)
+    assert polled["got"] == waited["got"], (polled, waited)
+
+
+def test_a_process_that_never_blocks_is_ended_at_the_wall_bound(found):
+    spin = found["spin"]
+    assert spin["over"] and spin["deadlocked"] == [0, 1], spin
+    assert spin["got"] == {} and set(spin["codes"].values()) == {1}, spin

@@ -7,7 +7,8 @@ variables do the same through the reduction's order of additions: five ranks of 
 --hidden 256`` under ``OMPI_MCA_coll_libnbc_iallreduce_algorithm=1`` (ring) wrote other
 losses and parameters than the default, from the second step on, both runs passing. A
 printed command therefore starts with ``env NAME=VALUE ...`` for each of them that is set
-(the MPI ones as :mod:`.mpi_settings` reads them: the user's, not the launcher's own).
+(the MPI ones as :mod:`.mpi_settings` reads them: the user's, not the launcher's own), and
+``PYTHONPATH`` when set, where the plugins a command names are found.
 """
 from __future__ import annotations
 
@@ -26,8 +27,15 @@ def numeric_env(with_mpi: bool = True) -> list[str]:
     return kernels + (mpi_settings() if with_mpi else [])
 
 
+def plugin_path() -> list[str]:
+    """``PYTHONPATH=...`` when it is set: a plugin strategy, fault kind or run-parts module
+    named in the command is imported from there, so a pasted command needs it too."""
+    path = os.environ.get("PYTHONPATH")
+    return [f"PYTHONPATH={path}"] if path else []
+
+
 def env_prefix(with_mpi: bool = True) -> list[str]:
     """``[env, NAME=VALUE, ...]`` to put before a command, or ``[]`` when none is set
     (``with_mpi=False``: a command that runs no MPI, such as the simulated engine's)."""
-    pinned = numeric_env(with_mpi)
+    pinned = numeric_env(with_mpi) + plugin_path()
     return [shutil.which("env") or "/usr/bin/env", *pinned] if pinned else []

@@ -29,8 +29,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _scipy_stats
-from scipy.stats import mannwhitneyu
 
 CONFIDENCE = 0.95
 
@@ -73,13 +71,18 @@ class Interval:
         return (self.high - self.low) / 2 / abs(self.median) * 100
 
 
+def _below_half(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2), exactly (integers: no SciPy import for every process)."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+
+
 def order_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
     """(j, coverage): the 1-based rank ``j`` of the interval's ends ``x_(j)``, ``x_(n+1-j)``."""
     if n < 1:
         raise ValueError("no values")
-    best_j, best_cov = 1, 1.0 - 2.0 * _scipy_stats.binom.cdf(0, n, 0.5)
+    best_j, best_cov = 1, 1.0 - 2.0 * _below_half(0, n)
     for j in range(2, (n + 1) // 2 + 1):
-        coverage = 1.0 - 2.0 * _scipy_stats.binom.cdf(j - 1, n, 0.5)
+        coverage = 1.0 - 2.0 * _below_half(j - 1, n)
         if coverage < confidence:
             break
         best_j, best_cov = j, coverage
@@ -118,6 +121,8 @@ class ShiftRatio:
 
 def _accepted(log_a: np.ndarray, log_b: np.ndarray, shift: float, confidence: float) -> bool:
     """The rank test does not reject "B is A shifted by ``shift``" (two-sided)."""
+    from scipy.stats import mannwhitneyu  # here: SciPy's import costs every process ~0.5 s
+
     return mannwhitneyu(log_b - shift, log_a, alternative="two-sided", method="exact").pvalue > 1 - confidence
 
 

@@ -47,6 +47,11 @@ class Case:
     schedule: object  # mpibench.faults.schedule.Schedule
     extra: tuple[str, ...] = ()  # further ``run`` options (a --run-parts plugin, data sizes)
 
+    def __post_init__(self):
+        # The id names the case's folder: a plugin strategy's module:Class colon would break
+        # PATH-like lists and copies (scp, Windows), so it becomes a dot.
+        object.__setattr__(self, "case_id", self.case_id.replace(":", "."))
+
     def run_args(self, schedule_path: Path, out_dir: Path) -> list[str]:
         return ["run", "--strategy", self.strategy, "--scenario", str(schedule_path),
                 "--steps", str(self.steps), "--seed", str(self.seed), "--recovery", self.recovery,

@@ -13,6 +13,7 @@ real-MPI one is the same ``run`` arguments under ``mpirun``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import shlex
 import sys
@@ -71,7 +72,8 @@ def sim_replay(case: Case, folder: Path, out_name: str = "replay") -> str:
 
 def run_case_sim(case: Case, folder: Path, settings: SimSettings = SimSettings(),
                  deadline_s: float = 180.0) -> Outcome:
-    """Run ``case`` simulated in ``folder`` and judge it as the drivers judge a real case."""
+    """Run ``case`` simulated in ``folder`` and judge it as the drivers judge a real case; a case
+    that takes more than ``deadline_s`` of wall time is ended and judged hung."""
     from .process import install
 
     install()
@@ -79,6 +81,7 @@ def run_case_sim(case: Case, folder: Path, settings: SimSettings = SimSettings()
     out_dir = folder / "run"
     config, _ = config_of(case.run_args(schedule_path, out_dir))
     stdout, stderr = io.StringIO(), io.StringIO()
+    settings = dataclasses.replace(settings, wall_limit_s=deadline_s)  # a case never holds the sweep
     start = time.perf_counter()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         status, result = simulate_run(config, str(out_dir), case.workers, settings, quiet=True)

@@ -37,6 +37,9 @@ class SimSettings:
     # ``auto``'s record for the job to start from, ((entry, candidate), ...): a simulated job
     # keeps its own (virtual-time choices never reach the machine's file real runs read)
     auto_choices: tuple = ()
+    # the most host seconds one simulated job may take (None: unbounded); past it the job is
+    # ended as hung, as a launcher's timeout ends a real one
+    wall_limit_s: float | None = None
 
 
 def _guard(body) -> int:
@@ -105,10 +108,13 @@ def simulate_job(body, ranks: int, settings: SimSettings = SimSettings(), quiet:
     start = time.perf_counter()
     with kept_apart(dict(settings.auto_choices)) as record:
         result = run_world(ranks, lambda: _guard(body), _replacement_body, settings.net, settings.options,
-                           settings.measure_compute, settings.cpu_scale)
+                           settings.measure_compute, settings.cpu_scale, settings.wall_limit_s)
         result.auto_choices = dict(record)
     status = job_status(result)
-    if result.deadlocked:
+    if result.over_wall_limit:
+        print(f"engine sim: the job ran past its {settings.wall_limit_s:g} s wall bound; processes "
+              f"{' '.join(map(str, result.deadlocked))} never ended (a simulator hang)", flush=True)
+    elif result.deadlocked:
         print(f"engine sim: processes {' '.join(map(str, result.deadlocked))} waited forever "
               "(a simulated hang; the real job's launcher timeout would end it)", flush=True)
     if not quiet:

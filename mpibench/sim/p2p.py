@@ -60,6 +60,12 @@ class Req:
     def ready_at(self, now: float) -> float | None:
         raise NotImplementedError
 
+    def fails_at(self) -> float | None:
+        """When its outcome turns "error" (None: it finishes, or nothing is known yet). An error
+        recorded earlier no longer counts once a message or result is due: ``outcome`` says done."""
+        at = self.ready_at(INF)
+        return at if at is not None and (self.done_s is None or self.done_s > at) else None
+
 
 class SendReq(Req):
     """A send: its data has left at ``left_s``; a large one also waits for the match."""

@@ -21,6 +21,7 @@ each one's exit status, as ``mpirun`` would see them.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import signal
 import sys
@@ -33,7 +34,7 @@ from . import mpi as sim_mpi
 from . import threads
 from .collectives import RESULTS
 from .network import Network
-from .scheduler import INF, Scheduler
+from .scheduler import INF, Scheduler, WallLimitReached
 from .world import CommState, Options, Proc, World
 
 _real = {"monotonic": time.monotonic, "perf_counter": time.perf_counter, "sleep": time.sleep,
@@ -149,6 +150,7 @@ class WorldResult:
     switches: int = 0
     spawned: int = 0
     auto_choices: dict = field(default_factory=dict)  # auto's record as the job left it (mpibench.sim.jobs)
+    over_wall_limit: bool = False  # ended by run_world's wall_limit_s (deadlocked: the processes still running)
 
 
 class Env:
@@ -231,34 +233,74 @@ class Env:
             self.kill(me.process, code)
 
 
+# Worlds ended by their wall bound: their greenlets are never resumed (resuming one would run
+# its code on), nor collected (collecting one throws into it, and its code would run on too).
+_ABANDONED: list = []
+
+
+@contextlib.contextmanager
+def _wall_bound(sched: Scheduler, limit_s: float | None):
+    """Within: once ``limit_s`` seconds of the host's wall clock pass, the job ends
+    (:class:`WallLimitReached` wherever the simulated code stands). Only the main thread
+    receives the timer's signal; elsewhere the job runs unbounded."""
+    if limit_s is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def reached(signum, frame):
+        sched.wall_limit_reached = True
+        raise WallLimitReached()
+
+    before = signal.signal(signal.SIGALRM, reached)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def _run_to_end(env: Env, ranks: int, body, result: WorldResult) -> None:
+    procs = [env.start(body, 0, 0.0) for _ in range(ranks)]
+    world = CommState(env.world, procs)
+    for rank, proc in enumerate(procs):
+        proc.world = sim_mpi._handle(world, rank)
+    while True:
+        stuck = env.sched.run()
+        if not stuck:
+            return
+        result.deadlocked += sorted({a.process.gid for a in stuck} - set(result.deadlocked))
+        for actor in stuck:  # as the launcher's timeout would: end them, let them unwind
+            env.kill(actor.process, 1)
+
+
 def run_world(ranks: int, body, spawn_body=None, net: Network | None = None, options: Options | None = None,
-              measure_compute: bool = False, cpu_scale: float = 1.0) -> WorldResult:
-    """Run ``body()`` in ``ranks`` simulated processes to the end; their exit statuses."""
+              measure_compute: bool = False, cpu_scale: float = 1.0, wall_limit_s: float | None = None) -> WorldResult:
+    """Run ``body()`` in ``ranks`` simulated processes to the end; their exit statuses.
+
+    ``wall_limit_s``: the most host seconds the job may take; past it the processes still
+    running are ended and listed as ``deadlocked`` (``over_wall_limit`` set), as a launcher's
+    timeout ends a hung job."""
     global _env
     install()
     env = Env(net or Network(), options or Options(), spawn_body, measure_compute, cpu_scale)
     sim_mpi.bind(env)
     _env = env
+    result = WorldResult()
     try:
-        procs = [env.start(body, 0, 0.0) for _ in range(ranks)]
-        world = CommState(env.world, procs)
-        for rank, proc in enumerate(procs):
-            proc.world = sim_mpi._handle(world, rank)
-        result = WorldResult()
-        while True:
-            stuck = env.sched.run()
-            if not stuck:
-                break
-            result.deadlocked += sorted({a.process.gid for a in stuck} - set(result.deadlocked))
-            for actor in stuck:  # as the launcher's timeout would: end them, let them unwind
-                env.kill(actor.process, 1)
+        with _wall_bound(env.sched, wall_limit_s):
+            _run_to_end(env, ranks, body, result)
+    except WallLimitReached:
+        result.over_wall_limit = True
+        result.deadlocked = sorted(p.gid for p in env.world.procs if p.actor.state != "done")
+        _ABANDONED.append(env)
     finally:
         _env = None
         for proc in env.world.procs:
             for f in proc.files:
                 f.close()
     for proc in env.world.procs:
-        kind, value = proc.actor.result
+        kind, value = proc.actor.result or ("killed", None)
         result.codes[proc.gid] = proc.exit_code if kind == "killed" and proc.exit_code is not None else (
             value if kind == "return" else 1)
     result.virtual_s = max((a.clock for p in env.world.procs for a in (p.actor, *p.threads)), default=0.0)

@@ -23,7 +23,9 @@ A blocked actor waits on a condition, a function returning the virtual time
 at which it is satisfied (None: not yet), optionally with a time at which it
 wakes anyway. When no actor can go on and no timer is pending, the world is
 deadlocked: :meth:`Scheduler.run` returns and the caller decides (the process
-model ends the stuck processes as the step watchdog would).
+model ends the stuck processes as the step watchdog would). An actor that never
+blocks (a loop in the simulated code) holds the host instead: the process model
+bounds the job's wall time and the bound ends it with :class:`WallLimitReached`.
 
 Timers (``call_at``) run a function in the scheduler's thread at a virtual
 time, on behalf of an actor (the process model's step watchdog).
@@ -47,6 +49,13 @@ class Killed(BaseException):
     def __init__(self, code: int):
         super().__init__(code)
         self.code = code
+
+
+class WallLimitReached(BaseException):
+    """The host's wall clock passed the simulated job's bound: the job is ended as a hang.
+
+    A BaseException, so that no handler of the simulated code keeps it; the scheduler also
+    raises it again at every later block, for code that catches everything."""
 
 
 class Actor:
@@ -82,6 +91,8 @@ class Actor:
             if self.killed is not None:
                 raise self.killed
             self.result = ("return", self.body())
+        except WallLimitReached:
+            raise  # out of this greenlet to the scheduler's loop, and out of it
         except Killed as exc:
             self.result = ("killed", exc.code)
         except SystemExit as exc:
@@ -101,6 +112,7 @@ class Scheduler:
         self._timers: list = []  # heap of (time, seq, fn, actor)
         self._seq = 0
         self.switches = 0
+        self.wall_limit_reached = False  # set by the host's timer (mpibench.sim.process)
 
     # ------------------------------------------------------------------ inside actors
     def me(self) -> Actor | None:
@@ -122,6 +134,8 @@ class Scheduler:
         """Wait until ``cond`` holds (True) or the clock reaches ``until`` (False)."""
         actor = self.me()
         actor._charge()
+        if self.wall_limit_reached:
+            raise WallLimitReached()
         if actor.killed is not None:
             raise actor.killed
         at = cond()
@@ -195,6 +209,8 @@ class Scheduler:
     def run(self) -> list[Actor]:
         """Run until every actor is done; returns the actors left blocked forever (deadlock)."""
         while True:
+            if self.wall_limit_reached:
+                raise WallLimitReached()
             best, best_at, by_cond = None, INF, False
             for actor in self.actors:
                 c = self._candidate(actor)

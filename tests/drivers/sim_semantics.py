@@ -124,6 +124,46 @@ def overlap(MPI, comm):
     return buf.tolist()
 
 
+def revoke_then_landing(MPI, comm, polled):
+    """Rank 0 revokes at 1 ms (everyone sees it alpha later) while rank 1 waits on two
+    receives, so it learns of the revoke while they are open; rank 2 then sends
+    8 bytes and 4 KiB, before the revoke takes effect, both landing after it, the first one
+    first. Polling (Testall) must end as the blocking Waitall does, and never spin at the
+    instant the first lands."""
+    import time
+    from mpibench.sim.network import Network
+    r = comm.Get_rank()
+    if r == 0:
+        time.sleep(1e-3)
+        comm.Revoke()
+        return "revoker"
+    buf = np.zeros(512)  # eager: a send before the revoke is delivered
+    if r == 2:
+        time.sleep(1e-3 + Network().alpha_s / 2)
+        try:
+            MPI.Request.Waitall([comm.Isend(np.full(1, 2.0), 1, 8), comm.Isend(buf + 1.0, 1, 9)])
+        except MPI.Exception as exc:
+            return exc.Get_error_class()
+        return "sent"
+    small = np.zeros(1)
+    reqs = [comm.Irecv(small, 2, 8), comm.Irecv(buf, 2, 9)]
+    try:
+        if polled:
+            while not MPI.Request.Testall(reqs):
+                pass
+        else:
+            MPI.Request.Waitall(reqs)
+    except MPI.Exception as exc:
+        return exc.Get_error_class()
+    return [float(small[0]), float(buf[0])]
+
+
+def spin(MPI, comm):
+    while comm.Get_rank() == 0:  # never blocks: only the wall bound ends it
+        pass
+    comm.Barrier()
+
+
 def child():
     from mpi4py import MPI
     merged = MPI.Comm.Get_parent().Merge(high=True)
@@ -151,6 +191,11 @@ for apart in (False, True):
     res = run_world(2, lambda apart=apart: lost(__import__("mpi4py").MPI, __import__("mpi4py").MPI.COMM_WORLD, apart),
                     spawn_body=lost_child)
     out[f"lost_apart_{apart}"] = {"codes": res.codes, "deadlocked": res.deadlocked}
+for polled in (True, False):
+    got, res = world(3, lambda MPI, comm, polled=polled: revoke_then_landing(MPI, comm, polled), wall_limit_s=30)
+    out[f"revoke_landing_{'polled' if polled else 'waited'}"] = {"got": got, "over": res.over_wall_limit}
+got, res = world(2, spin, wall_limit_s=1.0)
+out["spin"] = {"got": got, "over": res.over_wall_limit, "deadlocked": res.deadlocked, "codes": res.codes}
 times = [world(3, ring)[1].virtual_s for _ in range(2)]
 out["virtual_times"] = times
 print("RESULT " + json.dumps(out, default=str))
