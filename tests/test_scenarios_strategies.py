@@ -1,4 +1,5 @@
-"""Every named scenario under rd, rabenseifner, hier and auto, through the main job: all of them
+"""Every named scenario under rd, rabenseifner, hier and auto, through the main job (simulated;
+on MPI in make test-slow): all of them
 under shrink, and under respawn those that kill a process inside the reduction (the recovery
 policy acts only on a dead process, and a strategy meets a respawn only through a reduction
 that lost a member).
@@ -20,8 +21,13 @@ tests/test_scenarios.py under ring and PS only: the strategy has finished or not
 strike, and what they test (the roll-back before the replacement takes the survivors'
 parameters, the cursors handed over) is the recovery's, the same under every strategy.
 """
+import os
+import subprocess
+import sys
+
 import pytest
 
+from mpirun import Job
 from test_scenarios import ALL, KILLS, assert_clean, main_job, rows_of
 
 pytestmark = pytest.mark.mpi
@@ -60,10 +66,26 @@ def test_the_scenarios_left_out_here_run_on_the_emulated_device():
     assert set(scenarios_for("shrink")) | set(ON_THE_EMULATED_DEVICE) == set(ALL)
 
 
+def simulated_main_job(tmp_path, n, scenarios, *args, timeout=240, strategies=("ring", "ps")):
+    """The main job as ``main_job`` runs it, on ``n`` simulated processes (``run --engine sim``)."""
+    env = {**os.environ, "MPIBENCH_NO_BENCH": "1", "MPIBENCH_NO_SWEEP": "1",
+           "MPIBENCH_SCENARIOS": ",".join(scenarios), "MPIBENCH_STRATEGIES": ",".join(strategies)}
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "mpibench", "run", "--engine", "sim", "--ranks", str(n), "--steps", "5", *args,
+           "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path)
+    return Job(done.returncode, done.stdout, done.stderr, out)
+
+
+# The simulated engine gives these cases the rows MPI gives them (tests/test_sim_twin.py: a
+# slice here, the whole matrix in make test-slow), so the matrix runs simulated in make test
+# and on MPI in make test-slow.
+@pytest.mark.parametrize("engine", ["sim", pytest.param("mpi", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("recovery", ["shrink", "respawn"])
-def test_every_scenario_under_the_logarithmic_strategies(tmp_path, recovery):
+def test_every_scenario_under_the_logarithmic_strategies(tmp_path, recovery, engine):
     scenarios = scenarios_for(recovery)
-    job = main_job(tmp_path, WORLD, scenarios, "--recovery", recovery, timeout=900, strategies=NEW)
+    launch = main_job if engine == "mpi" else simulated_main_job
+    job = launch(tmp_path, WORLD, scenarios, "--recovery", recovery, timeout=900, strategies=NEW)
     assert_clean(job, {(s, k) for s in scenarios for k in NEW})
     faults, steps = job.csv("faults.csv"), job.csv("steps.csv")
     for scenario, phase in KILLS.items():

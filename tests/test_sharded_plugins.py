@@ -31,6 +31,19 @@ PLUGIN = textwrap.dedent('''
     class Undeclared(ZeroRing):
         name = "undeclared-zero"
         sharding_kind = None
+
+
+    class ReduceToOwner(ZeroRing):
+        """ZeRO-2 as DeepSpeed's stage 2 moves gradients: each shard reduced to its owner
+        (MPI_Reduce, root = owner), then the ring's all-gather of the stepped shards."""
+        name = "reduce-to-owner"
+
+        def scatter_shards(self):
+            layout = self.layout
+            for shard in range(layout.count):
+                o, w = int(layout.buffer_offsets[shard]), int(layout.buffer_widths[shard])
+                piece, owner = self.step_buffer[o:o + w], self.ring[shard]
+                self.comm.reduce(piece.copy(), piece if self.comm.rank == owner else None, root=owner)
 ''')
 
 
@@ -44,8 +57,9 @@ def plugin_env(tmp_path):
     return env
 
 
-def launch(engine, ranks, cls, out, env, scenario="none"):
-    args = ["run", "--strategy", f"outside_zero:{cls}", "--scenario", scenario, "--steps", "6", "--out", str(out)]
+def launch(engine, ranks, cls, out, env, scenario="none", recovery="shrink"):
+    args = ["run", "--strategy", f"outside_zero:{cls}", "--scenario", scenario, "--steps", "6",
+            "--recovery", recovery, "--out", str(out)]
     if engine == "sim":
         cmd = [sys.executable, "-m", "mpibench", *args, "--engine", "sim", "--ranks", str(ranks)]
     else:
@@ -87,3 +101,20 @@ def test_a_sharded_strategy_that_declares_no_cut_is_refused_in_one_line(tmp_path
     assert job.returncode == 2, job.text[-2000:]
     assert "declares no sharding_kind" in job.stderr and "Traceback" not in job.text
     assert not out.exists()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("engine,recovery", [("sim", "shrink"), ("sim", "respawn"), ("mpi", "respawn")])
+def test_a_zero2_that_reduces_each_shard_to_its_owner_keeps_that_traffic_and_is_judged(engine, recovery, tmp_path,
+                                                                                      plugin_env):
+    out = tmp_path / "run"
+    job = launch(engine, 4, "ReduceToOwner", out, plugin_env, scenario="kill-mid-reduction", recovery=recovery)
+    assert job.returncode == 0, job.text[-3000:]
+    case = next((out / "history").glob("*/case.json"))
+    assert json.loads(case.read_text())["sharding"] == "shard-per-member"
+    for invariant in ("ownership", "gathered", "equivalence"):
+        rows = checks_of(out, invariant)
+        assert rows and all(r["passed"] == "true" for r in rows), (invariant, rows[:3])
+    with open(out / "faults.csv") as fh:
+        kills = [r for r in csv.DictReader(fh) if r["kind"] == "kill"]
+    assert kills and kills[0]["phase"] == "mid_reduction", kills

@@ -29,6 +29,8 @@ from typing import Sequence
 import numpy as np
 from mpi4py import MPI
 
+from .collectives import OPS, DataCollectives
+
 _HOST = np.ndarray  # a plain host array: handed to MPI as it is
 
 # How a wait polls. A nonblocking collective moves only while its ranks test it, so the rank
@@ -43,14 +45,13 @@ YIELD_WINDOW_S = 0.01
 LONG_WAIT_PAUSE_S = 0.0002
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
-# The reduction operations ``allreduce`` takes by name (an mpi4py ``MPI.Op`` is passed as it is).
-OPS = {name: getattr(MPI, name.upper()) for name in ("sum", "max", "min", "prod") if hasattr(MPI, name.upper())}
 
 
 COLLECTIVE = "the collective"  # how a collective's wait is named (and told apart: never cancelled)
 STARTED_KEPT = 256
 COLLECTIVE_NAMES = {"Iallreduce": "all-reduce", "Iallgather": "all-gather", "Ibcast": "broadcast",
-                    "Ibarrier": "barrier"}
+                    "Ibarrier": "barrier", "Ireduce": "reduce", "Ireduce_scatter": "reduce-scatter",
+                    "Iscatter": "scatter", "Igather": "gather"}
 
 
 class CommError(Exception):
@@ -89,7 +90,7 @@ def translate(exc: MPI.Exception, peers: Sequence[int]) -> CommError:
     return CommError(f"MPI error: {exc.Get_error_string()}", peers)
 
 
-class Comm:
+class Comm(DataCollectives):
     """Deadline-bounded buffer operations over an MPI communicator."""
 
     def __init__(self, mpi_comm: MPI.Comm, worker_ids: Sequence[int] | None = None,
@@ -272,26 +273,6 @@ class Comm:
         if len(self._started) > STARTED_KEPT:
             del self._started[next(iter(self._started))]
         return request
-
-    # -- collectives (data plane)
-    def allreduce(self, sendbuf, recvbuf, op="sum") -> None:
-        """``recvbuf`` = ``op`` over every member's ``sendbuf``, element-wise (``op``: a name
-        in :data:`OPS` or an mpi4py ``MPI.Op``)."""
-        mpi_op = OPS.get(op) if isinstance(op, str) else op
-        if mpi_op is None:
-            raise ValueError(f"allreduce: no operation {op!r} (choose from {', '.join(OPS)})")
-        send, sent = self.transfer.outgoing(sendbuf)
-        recv, landed = self.transfer.incoming(recvbuf)
-        self._collective(self.mpi.Iallreduce, (sent, landed), send, recv, mpi_op)
-
-    def allgather(self, sendbuf, recvbuf) -> None:
-        send, sent = self.transfer.outgoing(sendbuf)
-        recv, landed = self.transfer.incoming(recvbuf)
-        self._collective(self.mpi.Iallgather, (sent, landed), send, recv)
-
-    def bcast(self, buf, root: int) -> None:
-        staged, landed = self.transfer.both(buf)
-        self._collective(self.mpi.Ibcast, (landed,), staged, root)
 
     def barrier(self) -> None:
         """Return once every member has entered it (under the deadline, like every wait)."""

@@ -124,9 +124,10 @@ def unpack(backend, layout: ShardLayout, buf, params) -> None:
 
 
 class ShardedStrategy(SyncStrategy):
-    """The sharded step over prepared rounds: pack, reduce-scatter, step the owned shard,
-    all-gather, unpack. A subclass sets ``layout``, ``buffer``, ``rounds`` (scatter, gather),
-    ``tag``, and says which shard this rank owns and who owns each."""
+    """The sharded step: pack, reduce-scatter, step the owned shard, all-gather, unpack. A
+    subclass sets ``layout``, ``step_buffer``, ``rounds`` (scatter, gather) and ``tag``, and says
+    which shard this rank owns and who owns each; it may move the shards its own way by
+    overriding :meth:`scatter_shards` / :meth:`gather_shards` (the count slots travel with them)."""
 
     tag = 50
     layout: ShardLayout
@@ -157,14 +158,25 @@ class ShardedStrategy(SyncStrategy):
         raise NotImplementedError
 
     def synchronize(self, params, grad_sum, count: int, lr: float) -> Reduction:
-        layout, (scatter, gather) = self.layout, self.rounds
+        layout = self.layout
         pack(self.backend, layout, self.step_buffer, grad_sum, count)
-        run_rounds(self.comm, self.backend, scatter, self.tag)
+        self.scatter_shards()
         owned, stepped = self.step_owned(params, lr)
-        run_rounds(self.comm, self.backend, gather, self.tag)
+        self.gather_shards()
         self.gather_into(params)
         return ShardedReduction(self.comm.worker_ids, layout.buffer_pieces(), layout.buffer_length, self.name,
                                 shards=layout.pieces(), owners=self.owners(), owned=owned, stepped=stepped)
+
+    def scatter_shards(self) -> None:
+        """Leave every shard's sums and count (``layout``'s piece of ``step_buffer``) on its
+        owner; by default the prepared reduce-scatter rounds. A plugin may move them its own
+        way (``comm.reduce(piece, out, root=owner)`` per shard, ``comm.reduce_scatter``)."""
+        run_rounds(self.comm, self.backend, self.rounds[0], self.tag)
+
+    def gather_shards(self) -> None:
+        """Give every rank each owner's stepped shard, in place in ``step_buffer``; by default
+        the prepared all-gather rounds."""
+        run_rounds(self.comm, self.backend, self.rounds[1], self.tag)
 
     def step_owned(self, params, lr: float) -> tuple[list, list]:
         """Step the shard this rank owns: (pieces stepped, host copies of what they became)."""
