@@ -67,11 +67,11 @@ def test_the_scenarios_left_out_here_run_on_the_emulated_device():
 
 
 def simulated_main_job(tmp_path, n, scenarios, *args, timeout=240, strategies=("ring", "ps")):
-    """The main job as ``main_job`` runs it, on ``n`` simulated processes (``run --engine sim``)."""
+    """The main job as ``main_job`` runs it, on ``n`` simulated processes (``--engine sim``)."""
     env = {**os.environ, "MPIBENCH_NO_BENCH": "1", "MPIBENCH_NO_SWEEP": "1",
            "MPIBENCH_SCENARIOS": ",".join(scenarios), "MPIBENCH_STRATEGIES": ",".join(strategies)}
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "mpibench", "run", "--engine", "sim", "--ranks", str(n), "--steps", "5", *args,
+    cmd = [sys.executable, "-m", "mpibench", "--engine", "sim", "--ranks", str(n), "--steps", "5", *args,
            "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path)
     return Job(done.returncode, done.stdout, done.stderr, out)
