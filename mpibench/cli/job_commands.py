@@ -129,6 +129,20 @@ def replacement():
               help="thread support MPI is started with: multiple is mpi4py's default, what Python training "
                    "code gets; single is what C benchmarks such as IMB-MPI1 and OSU run with (Open MPI pays "
                    "for thread safety in every call under multiple: about 0.4 us of a 3 us 4 KiB Allreduce here)")
+@click.option("--profile", "profile_name", default=None, metavar="NAME",
+              help="instead of sizes: a real model's step (resnet50, bert-large, gpt2, gpt2-medium, llama7b-tp8 "
+                   "or a profile .toml) whose gradient buckets are all-reduced (MPI_Iallreduce) during a timed "
+                   "stand-in for its backward pass; prints backward, sync and exposed sync (--rounds steps "
+                   "after --warmup) and writes overlap.csv")
+@click.option("--bucket-policy", type=click.Choice(["ddp", "horovod", "none"]), default="ddp", show_default=True,
+              help="with --profile: DDP's buckets, Horovod's fused cycles, or one bucket after the backward pass")
+@click.option("--overlap/--no-overlap", default=True, show_default=True,
+              help="with --profile: start each bucket as its gradients are ready, or every one after the backward")
+@click.option("--local-batch", type=click.IntRange(min=1), default=8, show_default=True,
+              help="with --profile: samples per rank (the backward's work)")
+@click.option("--flops-per-s", type=float, default=None,
+              help="with --profile: the compute rate the backward stands in for [default: this host's float32 "
+                   "matmul rate]")
 @click.option("--launches", type=click.IntRange(min=1), default=1, show_default=True,
               help="run without mpirun: launch the job this many times (each into OUT/launch-NN, each "
                    "starting with a fingerprint) and write medians over launches with 95 % intervals and a "
@@ -140,7 +154,7 @@ def replacement():
 @with_options(out_options("bench.csv"))
 def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iterations, round_ms, rounds, warmup, seed,
           bucket_bytes, ps_shards, device, c_baseline, model, calibration, anchor, pages, thread_level, launches,
-          np_ranks, launch_deadline, **kw):
+          np_ranks, launch_deadline, profile_name, bucket_policy, overlap, local_batch, flops_per_s, **kw):
     """Collective microbenchmarks (under mpirun): time, bandwidth, result check and model per size.
 
     Every size times, in interleaved rounds, the blocking MPI_Allreduce from
@@ -153,6 +167,9 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
         sys.exit(launch_bench(launches, np_ranks or 2, 3600.0 if launch_deadline is None else launch_deadline, kw))
     if np_ranks is not None or launch_deadline is not None:
         raise UsageError("--np and --launch-deadline go with --launches N (N > 1); under mpirun its -n decides")
+    if profile_name is not None:
+        sys.exit(bench_profile(profile_name, bucket_policy, overlap, local_batch, flops_per_s, rounds, warmup,
+                               thread_level, kw))
     # Nothing imported before start_mpi_with starts MPI: bad input is refused in a moment, and
     # MPI then starts with the thread level asked for.
     from mpibench.job.bench import DEFAULT_SIZES, BenchPlan, split_names, sweep_sizes
@@ -184,6 +201,30 @@ def bench(sizes, min_bytes, max_bytes, factor, strategies, dtype, in_place, iter
     from mpibench.job.bench.command import bench_command
 
     sys.exit(guarded(lambda: bench_command(plan, device, shared_out(request))))
+
+
+def bench_profile(name, policy, overlap, local_batch, flops_per_s, steps, warmup, thread_level, kw) -> int:
+    """``bench --profile``: read and check the input, then measure the overlapped steps under MPI."""
+    from mpibench.profiles import ProfileError, profile
+
+    try:
+        model = profile(name)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    if flops_per_s is not None and not flops_per_s > 0:
+        raise UsageError(f"--flops-per-s must be positive, got {flops_per_s}")
+    if steps < 1 or warmup < 0:
+        raise UsageError(f"--rounds (steps) must be at least 1 and --warmup 0 or more, got {steps} and {warmup}")
+    if flops_per_s is None:
+        from mpibench.kernels.host_rate import host_flops_per_s
+
+        flops_per_s = host_flops_per_s()
+    request = out_request(kw, "bench", 0)
+    start_mpi_with(thread_level)
+    from mpibench.job.bench.overlap import OverlapPlan, overlap_command
+
+    plan = OverlapPlan(model, policy, overlap, local_batch, flops_per_s, steps, warmup)
+    return guarded(lambda: overlap_command(plan, shared_out(request)))
 
 
 def start_mpi_with(thread_level: str) -> None:

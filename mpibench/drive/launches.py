@@ -118,13 +118,35 @@ def run_launches(launcher: list[str], ranks: int, launches: int, argv: list[str]
 
 
 def _finish(done: list[LaunchDone], out: str, stream) -> int:
+    kept = [d for d in done if d.exit in (EXIT_OK, EXIT_VIOLATION)]
+    if any(os.path.exists(os.path.join(d.folder, "overlap.csv")) for d in kept):
+        return _finish_overlap(done, kept, out, stream)
+    return _finish_sizes(done, kept, out, stream)
+
+
+def _finish_overlap(done: list[LaunchDone], kept: list[LaunchDone], out: str, stream) -> int:
+    """``bench --profile``'s launches: one row per launch, the medians over them."""
+    from mpibench.results.overlaptable import launch_medians, summary_lines
+
+    table = launch_medians([d.folder for d in kept])
+    table.to_csv(os.path.join(out, "overlap.csv"), index=False)
+    for line in summary_lines(table):
+        print(line, file=stream)
+    print(f"# table: {os.path.join(out, 'overlap.csv')}", file=stream, flush=True)
+    if len(kept) < len(done):
+        print(f"bench --launches: {len(done) - len(kept)} launch(es) did not finish (see their folders)",
+              file=sys.stderr, flush=True)
+        return EXIT_COULD_NOT_RUN
+    return EXIT_VIOLATION if len(table) and table.errors.sum() else EXIT_OK
+
+
+def _finish_sizes(done: list[LaunchDone], kept: list[LaunchDone], out: str, stream) -> int:
     import pandas as pd
 
     from mpibench.base.records import BENCH_COLUMNS
     from mpibench.results.launchtable import (LAUNCH_COLUMNS, combine, model_lines, read_launches, states,
                                               verdict_lines)
 
-    kept = [d for d in done if d.exit in (EXIT_OK, EXIT_VIOLATION)]
     rows, prints = read_launches([d.folder for d in kept])
     state_of = states(prints) if len(prints) else {}
     table = combine(rows, state_of, BENCH_COLUMNS)

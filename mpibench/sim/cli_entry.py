@@ -121,24 +121,6 @@ def simulated_main_job(make_config, make_request, ranks: int, platform: str | No
     return status
 
 
-def host_flops_per_s(n: int = 512, repeats: int = 5) -> float:
-    """This host's float32 matrix-multiply rate: the median of a few timed products."""
-    import statistics
-    import time
-
-    import numpy as np
-
-    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
-    out = np.empty_like(a)
-    np.matmul(a, a, out=out)  # warm: the first product pays for loading the BLAS
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        np.matmul(a, a, out=out)
-        times.append(time.perf_counter() - start)
-    return 2.0 * n ** 3 / statistics.median(times)
-
-
 def software_terms(plat) -> str:
     """What the platform charges beside its links, for the table's heading ('' when nothing)."""
     from .platform import NO_FACTORS
@@ -177,6 +159,8 @@ def predict_profile_command(name: str, platform: str | None, ranks: str | None, 
     if flops_per_s is not None and not flops_per_s > 0:
         raise UsageError(f"--flops-per-s must be positive, got {flops_per_s}")
     plat = _platform(platform, placement, reduction_compute)
+    from mpibench.kernels.host_rate import host_flops_per_s
+
     rate, where = (flops_per_s, "as given") if flops_per_s else (host_flops_per_s(), "measured on this host")
     names = tuple(s.strip() for s in strategies.split(",") if s.strip()) if strategies else TABLE_STRATEGIES
     counts = parse_counts(ranks or "8,64,512,4096", "--ranks")
