@@ -44,6 +44,15 @@ PLUGIN = textwrap.dedent('''
                 o, w = int(layout.buffer_offsets[shard]), int(layout.buffer_widths[shard])
                 piece, owner = self.step_buffer[o:o + w], self.ring[shard]
                 self.comm.reduce(piece.copy(), piece if self.comm.rank == owner else None, root=owner)
+
+
+    from mpibench.sync.ring import RingAllreduce
+
+
+    class CopyStepper(RingAllreduce):
+        """Declares that it steps a copy of the parameters, as a parameter server does."""
+        name = "copy-stepper"
+        steps_in_place = False
 ''')
 
 
@@ -118,3 +127,55 @@ def test_a_zero2_that_reduces_each_shard_to_its_owner_keeps_that_traffic_and_is_
     with open(out / "faults.csv") as fh:
         kills = [r for r in csv.DictReader(fh) if r["kind"] == "kill"]
     assert kills and kills[0]["phase"] == "mid_reduction", kills
+
+
+@pytest.fixture
+def plugin_importable(tmp_path, monkeypatch, plugin_env):
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    yield
+    for name in [m for m in sys.modules if m.startswith("outside_zero")]:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("scenario", ["kill-mid-reduction", "partition-heal", "none"])
+def test_momentum_refusals_follow_what_a_plugin_declares_not_its_name(scenario, plugin_importable):
+    """A plugin of zero-ring's cut is refused what zero-ring is refused, word for word once the
+    name is swapped; one that steps a copy is refused as the parameter server is."""
+    from mpibench.engine.optimizer import refusal
+    from mpibench.faults import load_schedule
+
+    plan = load_schedule(scenario, 3)
+    builtin = refusal("zero-ring", 0.9, "shrink", plan)
+    outside = refusal("outside_zero:MyZero", 0.9, "shrink", plan)
+    assert (builtin is None) == (outside is None) == (scenario == "none")
+    if builtin:
+        assert outside == builtin.replace("zero-ring", "outside_zero:MyZero")
+    copy = refusal("outside_zero:CopyStepper", 0.9, "shrink", plan)
+    assert copy == refusal("ps", 0.9, "shrink", plan).replace("ps steps", "outside_zero:CopyStepper steps")
+    assert refusal("outside_zero:CopyStepper", 0.0, "shrink", plan) is None
+
+
+@pytest.mark.parametrize("p", [2, 3])
+def test_the_exhaustive_plan_kills_a_sharded_plugin_in_its_all_gather(p, plugin_importable):
+    from mpibench.sim.exhaustive import ExhaustivePlan
+
+    plan = ExhaustivePlan(workers=(p,), pairs=False)
+    gather = [k for k in plan.kill_points(p, "outside_zero:MyZero") if k.phase == "mid_gather"]
+    assert gather == [k for k in plan.kill_points(p, "zero-ring") if k.phase == "mid_gather"] and gather
+    assert not any(k.phase == "mid_gather" for k in plan.kill_points(p, "outside_zero:CopyStepper"))
+
+
+def test_a_simulated_exhaustive_sweep_of_a_sharded_plugin_finds_nothing_on_honest_code(tmp_path, plugin_env):
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "mpibench", "sweep", "--engine", "sim", "--exhaustive", "--workers", "2",
+           "--strategies", "outside_zero:MyZero", "--recoveries", "shrink", "--no-replay-on-mpi", "--out", str(out)]
+    job = run_command(cmd, timeout=300, out=out, env=plugin_env)
+    assert job.returncode == 0, job.text[-3000:]
+    from mpibench.sim.exhaustive import ExhaustivePlan
+
+    summary = json.loads((out / "sweep.json").read_text())
+    # zero-ring's plan, its all-gather kills included (ring's has 54 at p = 2), every case ok
+    expected = ExhaustivePlan(workers=(2,)).block_count(2, "zero-ring")
+    assert expected > ExhaustivePlan(workers=(2,)).block_count(2, "ring")
+    assert summary["cases"] == summary["plan_cases"] == expected, summary
+    assert summary["findings"] == 0 and summary["by_outcome"] == {"ok": expected}, summary

@@ -5,15 +5,15 @@ update ``v <- MU v + g;  theta <- theta - lr v`` with ``g`` the gradient sums
 divided once by the total count. The state ``v`` is held by global offset, one
 slice per range a rank steps: a replicated strategy steps the whole vector
 and so holds all of it (identical on every rank, like the parameters); a
-sharded strategy (``zero-ring``, ``zero-halving``) steps one shard and holds
+sharded strategy (one that declares a ``sharding_kind``) steps one shard and holds
 only that shard's state, which is the memory ZeRO saves and the state a
 death can lose.
 
 The optimizer sits where every strategy already applies its update: the
 back-end's ``apply_update`` (see :class:`~.worker.PhaseBackend`), so no
 strategy knows about it. Which range a call steps is read from where its
-view of the parameters starts; a strategy that steps a copy (``ps``) cannot
-carry state and is refused with momentum (:func:`refusal`). A step whose
+view of the parameters starts; a strategy that steps a copy (``steps_in_place``
+False: a parameter server) cannot carry state and is refused with momentum (:func:`refusal`). A step whose
 total count is zero changes neither the parameters nor the state.
 
 Recovery cannot rebuild a lost slice of state from anything: the gradients
@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpibench.base.config import UsageError
+from mpibench.sync.registry import lookup
 
 
 class MomentumState:
@@ -82,26 +83,30 @@ class MomentumState:
         return sum(v.nbytes for v in self.slices.values())
 
 
-SHARDED_STATE = ("zero-ring", "zero-halving")  # strategies whose state is held by one owner per shard
-REPLICATED_STATE = ("hsdp",)  # every shard's state held by one owner in each of two replica groups
-STEPS_A_COPY = ("ps",)  # the server steps a pulled copy of its slice: no place for state
+# How a sharding kind (SyncStrategy.sharding_kind) holds the optimizer state: one owner per
+# shard, or every shard's state held by one owner in each of two replica groups.
+ONE_OWNER_KINDS = ("shard-per-member", "halving-core")
+REPLICATED_KINDS = ("replica-halves",)
 
 
 def refusal(strategy: str, momentum: float, recovery: str, schedule, straggler_deadline: float = 0.0,
             device: str = "cpu") -> str | None:
-    """Why ``strategy`` with optimizer state cannot run ``schedule`` honestly, or None."""
+    """Why ``strategy`` with optimizer state cannot run ``schedule`` honestly, or None. What the
+    strategy declares decides (its sharding kind, whether it steps in place), not its name, so a
+    plugin is refused as a built-in of the same kind is."""
     if not momentum:
         return None
     if device != "cpu":
         return f"--momentum keeps its state in host memory: use --device cpu, not {device}"
-    if strategy in STEPS_A_COPY:
+    entry = lookup(strategy)
+    if not entry.steps_in_place:
         return f"--momentum needs a strategy that steps the parameters in place; {strategy} steps a copy"
     name = getattr(schedule, "name", "the schedule")
     kills, parts = list(schedule.kills), list(schedule.partitions)
     late = bool(schedule.delays) and straggler_deadline > 0
-    if strategy in REPLICATED_STATE:
+    if entry.sharding_kind in REPLICATED_KINDS:
         return _replicated_refusal(strategy, name, schedule, kills, bool(parts) or late, recovery)
-    if strategy in SHARDED_STATE and (kills or parts or late):
+    if entry.sharding_kind in ONE_OWNER_KINDS and (kills or parts or late):
         return (f"{strategy} with --momentum cannot survive {name}: a shard's optimizer state is held "
                 "by its owner alone, and a death, a cut or a dropped straggler re-shards it without "
                 "the state of the lost owner (no replica); run it with --momentum 0")

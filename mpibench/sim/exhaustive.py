@@ -9,7 +9,7 @@ For each world size p and strategy the plan holds, in this order:
 * every pair of kill points on two different workers within the first
   ``fault_steps`` steps (those that leave a survivor), in the same recovery;
   a second kill at the same step may also fall in ``recovery``;
-* for a sharded strategy (``zero-ring``, ``zero-halving``), and for it only, also
+* for a sharded strategy (one that declares a ``sharding_kind``, plugins too), and for it only, also
   every kill in its all-gather: ``mid_gather`` at every message index from 1 to ``p - 1`` (the
   reduce-scatter is the ``mid_reduction`` points; the sharded step is
   ``after_reduce``);
@@ -35,9 +35,8 @@ from typing import Iterator
 
 from mpibench.drive.cases import Case
 from mpibench.faults.schedule import Delay, Kill, Partition, Schedule, validate
+from mpibench.sync.registry import lookup
 
-# The sharded strategies (mpibench.sync.registry.SHARDED; not imported: that would load MPI).
-SHARDED = ("zero-ring", "zero-halving", "hsdp")
 STRAGGLER_DEADLINE_S = 0.15
 LATE_S = 0.6
 
@@ -55,7 +54,7 @@ class ExhaustivePlan:
     def kill_points(self, p: int, strategy: str = "ring") -> list[Kill]:
         phases = ["before_compute"] + [("mid_reduction", k) for k in range(1, 2 * (p - 1) + 1)] + \
                  ["after_reduce", "after_apply"]
-        if strategy in SHARDED:  # only a sharded strategy has an all-gather to die in
+        if lookup(strategy).sharding_kind:  # only a sharded strategy has an all-gather to die in
             phases += [("mid_gather", k) for k in range(1, p)]
         points = []
         for w, s, phase in itertools.product(range(p), range(self.fault_steps), phases):

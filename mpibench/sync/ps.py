@@ -70,6 +70,7 @@ class ParameterServer(SyncStrategy):
     name = "ps"
     summary = "parameter server: shards served by the workers themselves, push / sum / pull"
     option_names = ("ps_shards",)
+    steps_in_place = False  # each server steps a pulled copy of its slice
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

@@ -90,6 +90,10 @@ class Entry:
         return getattr(self.cls, "sharding_kind", None)
 
     @property
+    def steps_in_place(self) -> bool:
+        return bool(getattr(self.cls, "steps_in_place", True))
+
+    @property
     def option_names(self) -> tuple[str, ...]:
         return tuple(getattr(self.cls, "option_names", ()))
 
