@@ -68,7 +68,9 @@ def test_the_measured_step_at_two_ranks(tmp_path, overlap):
         # each figure is the slowest rank's: the step is at most its slowest backward plus exposed sync
         assert backward >= stand_in_s and max(backward, exposed) <= step <= backward + exposed + 1e-6, r
         if overlap == "--no-overlap":  # every bucket after the backward pass: all of it exposed
-            assert sync <= exposed <= sync + 5e-3, r
+            # exposed also holds the slowest rank's wait for the other's backward to end, which a
+            # second pytest worker sharing the 2 cores stretches by milliseconds
+            assert sync <= exposed <= sync + 2e-2, r
     assert "exposed" in job.stdout and "[measured]" in job.stdout
 
 
