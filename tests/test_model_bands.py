@@ -7,6 +7,8 @@ from hypothesis import given, settings, strategies as st
 from mpibench.job.timing import fit_bands
 from mpibench.results import costmodel
 from mpibench.results.calibration import Calibration
+from mpibench.sync.registry import message_bytes
+from mpibench.sync.ring import ring_cost_s
 
 SIZES = (8, 256, 1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20, 4 << 20)
 SPLITS = (4 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10)
@@ -50,7 +52,7 @@ def test_each_message_takes_its_bands_alpha_and_beta():
     assert cal.band(4096) == ("<= 64 KiB", 1e-6, 2e-10) and cal.band(1 << 20) == ("> 64 KiB", 8e-6, 0.5e-10)
     # a ring's message is a segment: 256 KiB on 2 ranks sends 128 KiB pieces (upper band)
     ring = costmodel.sync_s(cal, "ring", 2, 256 << 10, {"bucket_bytes": 1 << 20})
-    assert ring == pytest.approx(costmodel.ring_s(cal.in_band(128 << 10), 2, 256 << 10))
+    assert ring == pytest.approx(ring_cost_s(cal.in_band(128 << 10), 2, 256 << 10))
     assert "> 64 KiB" in costmodel.band_of(cal, "ring", 2, 256 << 10, {"bucket_bytes": 1 << 20})
     assert "<= 64 KiB" in costmodel.band_of(cal, "ring", 2, 64 << 10, {})
     stepped = Calibration.from_dict({**cal.as_dict(), "alpha_step_s": 3e-6})
@@ -63,7 +65,7 @@ def test_each_message_takes_its_bands_alpha_and_beta():
     ("rd", 4, 1 << 20, 1 << 20), ("rabenseifner", 4, 1 << 20, 1 << 19), ("ps", 4, 1 << 20, 1 << 18),
     ("ring", 1, 100, 100)])
 def test_message_sizes_by_strategy(strategy, p, n, expected):
-    assert costmodel.message_bytes(strategy, p, n, {}) == expected
+    assert message_bytes(strategy, p, n, {}) == expected
 
 
 def test_a_steps_messages_take_the_step_bands_not_the_back_to_back_ones():
@@ -75,7 +77,7 @@ def test_a_steps_messages_take_the_step_bands_not_the_back_to_back_ones():
     step = cal.in_step()
     assert step.band(8 << 10) == ("<= 16 KiB", 4e-6, 4e-10) and step.band(38 << 10) == ("> 16 KiB", 20e-6, 1e-10)
     ring = costmodel.sync_s(step, "ring", 2, 76 << 10)  # two 38 KiB segments, upper step band
-    assert ring == pytest.approx(costmodel.ring_s(Calibration.from_dict(
+    assert ring == pytest.approx(ring_cost_s(Calibration.from_dict(
         {**step.as_dict(), "alpha_s": 20e-6, "beta_s_per_byte": 1e-10}), 2, 76 << 10))
     assert step.in_step().bands == step.bands  # asking twice changes nothing
     assert cal.in_band(38 << 10).alpha_s == 1e-6  # back to back: its own bands

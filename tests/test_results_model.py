@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from mpibench.results import compare, costmodel
 from mpibench.job.timing import fit_alpha_beta, fit_line
 from mpibench.results.calibration import Calibration
+from mpibench.sync.ps import ps_cost_s
+from mpibench.sync.ring import ring_cost_s
 from mpibench.job.scaling import add_speedups, rank_counts
 
 from test_results_report import calibration
@@ -28,7 +30,7 @@ def test_ring_is_the_textbook_formula(alpha, beta, gamma, p, n):
                       gamma_memory_s_per_byte=gamma)
     expected = (2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma
                 if p > 1 else cal.call_overhead_s)
-    assert costmodel.ring_s(cal, p, n) == pytest.approx(expected, rel=1e-12)
+    assert ring_cost_s(cal, p, n) == pytest.approx(expected, rel=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
@@ -36,9 +38,9 @@ def test_ring_is_the_textbook_formula(alpha, beta, gamma, p, n):
 def test_ps_with_one_shard_per_rank_costs_what_the_ring_costs(alpha, beta, gamma, p, n):
     cal = calibration(alpha_s=alpha, beta_s_per_byte=beta, gamma_cache_s_per_byte=gamma,
                       gamma_memory_s_per_byte=gamma)
-    assert costmodel.ps_s(cal, p, n, shards=p) == pytest.approx(costmodel.ring_s(cal, p, n), rel=1e-9)
+    assert ps_cost_s(cal, p, n, p) == pytest.approx(ring_cost_s(cal, p, n), rel=1e-9)
     # a single server carries every byte p-1 times: never cheaper than k shards
-    assert costmodel.ps_s(cal, p, n, shards=1) >= costmodel.ps_s(cal, p, n, shards=p) * (1 - 1e-12)
+    assert ps_cost_s(cal, p, n, 1) >= ps_cost_s(cal, p, n, p) * (1 - 1e-12)
 
 
 @settings(max_examples=60, deadline=None)
@@ -67,7 +69,7 @@ def test_step_uses_the_after_compute_alpha_and_adds_compute():
     in_step = cal.in_step()
     assert in_step.alpha_s == cal.alpha_step_s
     loss_stats_and_evidence_gather = 2 * (2 * cal.alpha_step_s)  # log2(4) latencies each
-    expected = (cal.compute_s(128) + cal.loop_overhead_s + costmodel.ring_s(in_step, 4, 76844)
+    expected = (cal.compute_s(128) + cal.loop_overhead_s + ring_cost_s(in_step, 4, 76844)
                 + loss_stats_and_evidence_gather)
     assert step == pytest.approx(expected)
 
@@ -172,7 +174,7 @@ def test_modelled_bench_rows_cover_each_measured_point_once():
          "time_max_s": 3e-4, "tag": "measured"}])
     rows = compare.modelled_bench_rows(calibration(), bench, {})
     assert len(rows) == 1 and rows[0]["tag"] == "modelled"
-    assert rows[0]["time_avg_s"] == pytest.approx(costmodel.ring_s(calibration(), 4, 4096))
+    assert rows[0]["time_avg_s"] == pytest.approx(ring_cost_s(calibration(), 4, 4096))
     assert not math.isnan(rows[0]["busbw_gbps"])
     with_model = pd.concat([bench, pd.DataFrame(rows)])
     assert compare.modelled_bench_rows(calibration(), with_model, {}) == []

@@ -19,7 +19,7 @@ from mpibench.engine.optimizer import refusal
 from mpibench.faults import load_schedule
 from mpibench.kernels import NumpyBackend
 from mpibench.results.calibration import Calibration
-from mpibench.results.costmodel import ring_s
+from mpibench.sync.ring import ring_cost_s as ring_s
 from mpibench.sim.exhaustive import ExhaustivePlan
 from mpibench.sync import sharding
 from mpibench.sync.registry import BUILTIN, SHARDED

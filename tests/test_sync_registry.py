@@ -111,3 +111,30 @@ def test_every_listed_option_is_read_by_a_built_in_strategy():
                       .glob("*.py") if p.name != "registry.py")
     unread = [name for name in OPTIONS if f'options.get("{name}")' not in sources]
     assert unread == []
+
+
+@pytest.mark.parametrize("name", list(registry.BUILTIN))
+def test_every_builtin_record_carries_its_cost_model(name):
+    """The cost model reads each strategy's own record: a time, a message size, the line printed
+    beside its figures. A built-in missing one would fall back to another's model unnoticed."""
+    from mpibench.results.calibration import Calibration
+
+    cls = registry.BUILTIN[name]
+    assert callable(getattr(cls, "cost_s", None)) and cls.cost_assumption.startswith(("PS" if name == "ps" else name) + ":")
+    cal = Calibration(2e-6, 1e-9, 3e-10, 5e-10, 0.0, 0.0, 2, 2, 4)
+    for p, n in [(1, 4096.0), (2, 0.0), (3, 1000.0), (8, float(1 << 20))]:
+        t = cls.cost_s(cal, p, n, {})
+        assert t >= 0 and (t == cal.call_overhead_s if p == 1 else t >= cal.alpha_s)
+        assert 0 < registry.message_bytes(name, p, max(n, 1.0)) <= max(n, 1.0)
+    assert cls.cost_assumption in registry.cost_assumptions()
+
+
+def test_bench_rows_of_mpis_own_allreduce_are_priced_as_native():
+    from mpibench.results.calibration import Calibration
+
+    cal = Calibration(2e-6, 1e-9, 3e-10, 5e-10, 0.0, 0.0, 2, 2, 4)
+    native = registry.cost_function("native")(cal, 4, 1e6)
+    for row in ("blocking", "c_floor", "anchor"):
+        assert registry.cost_function(row)(cal, 4, 1e6) == native
+        assert registry.message_bytes(row, 4, 1e6) == registry.message_bytes("native", 4, 1e6)
+    assert registry.cost_function("no-such-row") is None

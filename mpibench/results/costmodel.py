@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from mpibench.sync.registry import cost_assumptions, cost_function, message_bytes
 from mpibench.sync.ring import busbw_factor
 from mpibench.sync.zero_ring import collective_busbw_factor
 
@@ -26,14 +27,6 @@ ASSUMPTIONS = (
     "uniform links: every pair of ranks has the same alpha and beta (one host, shared memory)",
     "no stragglers: every rank arrives at the synchronisation at the same time",
     "a rank sends or receives one message at a time on its link (full duplex)",
-    "ring: reduce-scatter then allgather over p segments per bucket",
-    "PS: the k servers are among the workers and a rank's own piece never travels",
-    "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above",
-    "rd: log2 q whole-buffer rounds, rabenseifner: 2 log2 q rounds moving 2(q-1)/q of the buffer, both "
-    "folding a non-power-of-two p onto q = 2^floor(log2 p) with one whole-buffer message in and one out",
-    "hier: binomial reduce and broadcast inside a node (all ranks on one node unless ranks_per_node is "
-    "given), the leaders' all-reduce across nodes",
-    "auto: the cheaper of rd and rabenseifner per bucket",
     "a step = the same step's local work on one rank (the worker loop on MPI.COMM_SELF at the same "
     "local batch, so p = 1 re-measures it) + gradient sync + loss-statistics allgather",
     "on one rank a collective costs its software call overhead (calibrated on MPI.COMM_SELF)",
@@ -41,8 +34,7 @@ ASSUMPTIONS = (
     "measurements, on each of its p ranks at once (the local work shares the host as it does in the "
     "step), and a step on p ranks "
     "also pays the evidence gather to rank 0 (log2 p latencies, like the loss statistics)",
-)
-NATIVE_SMALL_BYTES = 10 << 10
+) + cost_assumptions()  # then each strategy's own line, kept beside its cost_s
 
 
 def assumptions_text() -> str:
@@ -50,60 +42,6 @@ def assumptions_text() -> str:
 
 
 # ----------------------------------------------------------------------------- collectives
-def ring_s(cal: Calibration, p: int, nbytes: float, buckets: int = 1) -> float:
-    """2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n g, with the latency paid per bucket."""
-    if p <= 1:
-        return cal.call_overhead_s
-    share = (p - 1) / p
-    return (2 * (p - 1) * buckets * cal.alpha_s + 2 * share * nbytes * cal.beta_s_per_byte
-            + share * nbytes * cal.gamma_s_per_byte(nbytes))
-
-
-def ps_s(cal: Calibration, p: int, nbytes: float, shards: int = 1) -> float:
-    """PS with ``shards`` servers: each receives p-1 pieces of n/k, reduces, returns them.
-
-    The busiest link is a server's (p-1 pieces of n/k in and out) or a
-    worker's (k-1 remote pieces of n/k out and back), whichever moves more.
-    """
-    if p <= 1:
-        return cal.call_overhead_s
-    k = max(1, min(shards, p))
-    piece = nbytes / k
-    moved = max(p - 1, k - 1) * piece
-    return (2 * (p - 1) * cal.alpha_s + 2 * moved * cal.beta_s_per_byte
-            + (p - 1) * piece * cal.gamma_s_per_byte(piece))
-
-
-def native_s(cal: Calibration, p: int, nbytes: float) -> float:
-    """MPI's own allreduce, modelled by the algorithms Open MPI picks by size."""
-    if p <= 1:
-        return cal.call_overhead_s
-    rounds = math.ceil(math.log2(p))
-    if nbytes <= NATIVE_SMALL_BYTES:
-        return rounds * (cal.alpha_s + nbytes * cal.beta_s_per_byte + nbytes * cal.gamma_s_per_byte(nbytes))
-    share = (p - 1) / p
-    return (2 * rounds * cal.alpha_s + 2 * share * nbytes * cal.beta_s_per_byte
-            + share * nbytes * cal.gamma_s_per_byte(nbytes))
-
-
-def message_bytes(strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
-    """The size of the messages a strategy sends for ``nbytes`` on ``p`` ranks, which picks the
-    alpha-beta band: a ring's segment of a bucket, a PS piece, Open MPI's whole buffer below
-    its switch and a 1/p share above, rd's whole buffer, rabenseifner's largest half."""
-    options = options or {}
-    if p <= 1:
-        return nbytes
-    if strategy == "ring":
-        return min(nbytes, options.get("bucket_bytes") or nbytes) / p
-    if strategy == "ps":
-        return nbytes / max(1, min(options.get("ps_shards") or p, p))
-    if strategy in ("native", "blocking", "c_floor", "anchor"):
-        return nbytes if nbytes <= NATIVE_SMALL_BYTES else nbytes / p
-    if strategy in ("rd", "hier"):
-        return nbytes
-    return nbytes / 2 if strategy == "rabenseifner" else nbytes / p
-
-
 def band_of(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> str:
     """Which alpha-beta band the model used for this collective (see :func:`message_bytes`)."""
     name, alpha, beta = cal.band(message_bytes(strategy, p, nbytes, options))
@@ -111,25 +49,14 @@ def band_of(cal: Calibration, strategy: str, p: int, nbytes: float, options: dic
 
 
 def sync_s(cal: Calibration, strategy: str, p: int, nbytes: float, options: dict | None = None) -> float:
-    """Predicted time of one synchronisation of ``nbytes`` over ``p`` ranks (alpha and beta
-    from the band of the strategy's message size, when calibrated by band)."""
+    """Predicted time of one synchronisation of ``nbytes`` over ``p`` ranks: the strategy's own
+    ``cost_s`` (kept beside its code), with alpha and beta from the band of its message size
+    when calibrated by band."""
     options = options or {}
-    cal = cal.in_band(message_bytes(strategy, p, nbytes, options))
-    if strategy == "ring":
-        bucket = options.get("bucket_bytes") or nbytes
-        return ring_s(cal, p, nbytes, max(1, math.ceil(nbytes / max(bucket, 1))))
-    if strategy == "ps":
-        shards = options.get("ps_shards") or p  # 0: one shard per member
-        return ps_s(cal, p, nbytes, shards)
-    if strategy in ("native", "blocking", "c_floor", "anchor"):  # MPI's own allreduce, however it is called
-        return native_s(cal, p, nbytes)
-    # Every other strategy (rd, rabenseifner, hier, auto, plugins) keeps its cost beside its code.
-    from mpibench.sync.registry import cost_function
-
     cost = cost_function(strategy)
     if cost is None:
         raise ValueError(f"no cost model for strategy {strategy!r}")
-    return cost(cal, p, nbytes, options)
+    return cost(cal.in_band(message_bytes(strategy, p, nbytes, options)), p, nbytes, options)
 
 
 def latency_share(cal: Calibration, strategy: str, p: int, nbytes: float, options=None) -> float:

@@ -119,6 +119,7 @@ class Auto(SyncStrategy):
     name = "auto"
     summary = "per bucket size and p, rd or rabenseifner, whichever this run times faster"
     option_names = ("bucket_bytes", "calibration")
+    cost_assumption = "auto: the cheaper of rd and rabenseifner per bucket"
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

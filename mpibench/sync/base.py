@@ -142,5 +142,16 @@ class SyncStrategy(ABC):
         keep = [i for i, w in enumerate(self.comm.worker_ids) if w in set(contributing)]
         return rows[keep]
 
+    # The cost model's reading of a strategy (mpibench.results.costmodel): a class may carry
+    # cost_s(cal, p, nbytes, options), its alpha-beta-gamma time, with ``cost_assumption`` the
+    # one line printed beside each modelled figure on how cost_s sees the algorithm.
+    cost_assumption: str = ""
+
+    @staticmethod
+    def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
+        """The size of the messages this strategy sends for ``nbytes`` on ``p`` ranks, which
+        picks the calibration's alpha-beta band: a 1/p share unless a strategy says otherwise."""
+        return nbytes / p
+
     def close(self) -> None:
         """Release anything tied to the communicator."""

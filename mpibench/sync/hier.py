@@ -44,6 +44,12 @@ class Hierarchical(BucketedStrategy):
                "all-reduce, binomial broadcast; one node degenerates to reduce + broadcast")
     option_names = ("bucket_bytes", "ranks_per_node")
     tag = 51
+    cost_assumption = ("hier: binomial reduce and broadcast inside a node (all ranks on one node unless "
+                       "ranks_per_node is given), the leaders' all-reduce across nodes")
+
+    @staticmethod
+    def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
+        return nbytes  # whole-buffer messages
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

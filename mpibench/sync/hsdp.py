@@ -111,6 +111,8 @@ class Hsdp(sharding.ShardedStrategy):
     summary = ("hybrid sharded (HSDP): shards within two replica groups, replicas across them; "
                "a lost shard's optimizer state is handed over from its replica")
     option_names = ()
+    cost_assumption = ("hsdp: a reduce-scatter and all-gather within each half of the group, "
+                       "and one swap of each shard with its replica")
     tag = _TAG
 
     def __init__(self, comm, backend, n_params, options=None):

@@ -1,13 +1,41 @@
 """Baseline: MPI's own Allreduce of the step buffer, as one piece."""
 from __future__ import annotations
 
+import math
+
 from .base import Reduction, SyncStrategy
+
+SMALL_BYTES = 10 << 10  # where the model takes Open MPI to switch from recursive doubling
+
+
+def native_cost_s(cal, p: int, nbytes: float) -> float:
+    """MPI's own allreduce, modelled by the algorithms Open MPI picks by size."""
+    if p <= 1:
+        return cal.call_overhead_s
+    rounds = math.ceil(math.log2(p))
+    if nbytes <= SMALL_BYTES:
+        return rounds * (cal.alpha_s + nbytes * cal.beta_s_per_byte + nbytes * cal.gamma_s_per_byte(nbytes))
+    share = (p - 1) / p
+    return (2 * rounds * cal.alpha_s + 2 * share * nbytes * cal.beta_s_per_byte
+            + share * nbytes * cal.gamma_s_per_byte(nbytes))
 
 
 class NativeAllreduce(SyncStrategy):
     name = "native"
     summary = "MPI's own non-blocking Allreduce of the whole buffer (the baseline)"
     option_names = ()
+    # bench rows that time MPI's own allreduce by another path (blocking, compiled C, the
+    # independent anchor loop): the cost model reads them as this strategy
+    bench_rows = ("blocking", "c_floor", "anchor")
+    cost_assumption = "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above"
+
+    @staticmethod
+    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
+        return native_cost_s(cal, p, nbytes)
+
+    @staticmethod
+    def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
+        return nbytes if nbytes <= SMALL_BYTES else nbytes / p  # whole buffer below the switch
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

@@ -66,11 +66,35 @@ class _Exchange:
             self.inbox[k] = slots
 
 
+def ps_cost_s(cal, p: int, nbytes: float, shards: int = 1) -> float:
+    """PS with ``shards`` servers: each receives p-1 pieces of n/k, reduces, returns them.
+
+    The busiest link is a server's (p-1 pieces of n/k in and out) or a
+    worker's (k-1 remote pieces of n/k out and back), whichever moves more.
+    """
+    if p <= 1:
+        return cal.call_overhead_s
+    k = max(1, min(shards, p))
+    piece = nbytes / k
+    moved = max(p - 1, k - 1) * piece
+    return (2 * (p - 1) * cal.alpha_s + 2 * moved * cal.beta_s_per_byte
+            + (p - 1) * piece * cal.gamma_s_per_byte(piece))
+
+
 class ParameterServer(SyncStrategy):
     name = "ps"
     summary = "parameter server: shards served by the workers themselves, push / sum / pull"
     option_names = ("ps_shards",)
     steps_in_place = False  # each server steps a pulled copy of its slice
+    cost_assumption = "PS: the k servers are among the workers and a rank's own piece never travels"
+
+    @staticmethod
+    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
+        return ps_cost_s(cal, p, nbytes, (options or {}).get("ps_shards") or p)  # 0: one per member
+
+    @staticmethod
+    def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
+        return nbytes / max(1, min((options or {}).get("ps_shards") or p, p))  # one server's piece
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

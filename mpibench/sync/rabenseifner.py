@@ -29,6 +29,11 @@ class Rabenseifner(BucketedStrategy):
     summary = "reduce-scatter by recursive halving + all-gather by recursive doubling (fold for non-powers of two)"
     option_names = ("bucket_bytes",)
     tag = 41
+    cost_assumption = "rabenseifner: 2 log2 q rounds moving 2(q-1)/q of the buffer, with rd's fold of a non-power-of-two p"
+
+    @staticmethod
+    def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
+        return nbytes / 2  # the largest message: the first halving's half
 
     def compile(self, buf) -> Compiled:
         q = plans.largest_power_of_two(self.comm.size)

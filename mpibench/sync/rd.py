@@ -24,6 +24,12 @@ class RecursiveDoubling(BucketedStrategy):
     summary = "recursive doubling: ceil(log2 p) rounds of whole-bucket swaps (fold for non-powers of two)"
     option_names = ("bucket_bytes",)
     tag = 31
+    cost_assumption = ("rd: log2 q whole-buffer rounds, folding a non-power-of-two p onto q = 2^floor(log2 p) "
+                       "with one whole-buffer message in and one out")
+
+    @staticmethod
+    def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
+        return nbytes  # whole-buffer messages
 
     def compile(self, buf) -> Compiled:
         plan = segments.bucket_plan(len(buf), self.bucket_elems, 1)

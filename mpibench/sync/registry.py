@@ -99,8 +99,7 @@ class Entry:
 
     @property
     def has_cost(self) -> bool:
-        # ring, ps and native are modelled in mpibench.results.costmodel itself
-        return callable(getattr(self.cls, "cost_s", None)) or self.source == "built-in"
+        return callable(getattr(self.cls, "cost_s", None))
 
 
 def _checked(cls, where: str) -> type[SyncStrategy]:
@@ -178,13 +177,39 @@ def make(name: str, comm, backend, n_params: int, options: dict | None = None) -
     return lookup(name).cls(comm, backend, n_params, options)
 
 
+def _modelled_as(name: str) -> type[SyncStrategy] | None:
+    """The class whose cost model prices ``name``: a strategy, or a bench row that times one
+    by another path (a class's ``bench_rows``); None for anything else."""
+    for cls in BUILTIN.values():
+        if name in getattr(cls, "bench_rows", ()):
+            return cls
+    try:
+        return lookup(name).cls
+    except UsageError:
+        return None
+
+
 def cost_function(name: str):
     """``cost_s(cal, p, nbytes, options)`` of strategy ``name``, or None when it has none."""
-    try:
-        entry = lookup(name)
-    except UsageError:
+    cls = _modelled_as(name)
+    if cls is None:
         return _part_cost(name)
-    return getattr(entry.cls, "cost_s", None)
+    return getattr(cls, "cost_s", None)
+
+
+def message_bytes(name: str, p: int, nbytes: float, options: dict | None = None) -> float:
+    """The size of the messages ``name`` sends for ``nbytes`` on ``p`` ranks (its class's
+    ``message_bytes``; a 1/p share for a part row or anything unknown), which picks the
+    calibration's band. Nothing travels apart on one rank: the whole buffer."""
+    if p <= 1:
+        return nbytes
+    cls = _modelled_as(name)
+    return (cls or SyncStrategy).message_bytes(p, nbytes, options or {})
+
+
+def cost_assumptions() -> tuple[str, ...]:
+    """Each built-in's line on how its cost is modelled, in the registry's order."""
+    return tuple(cls.cost_assumption for cls in BUILTIN.values() if cls.cost_assumption)
 
 
 def _part_cost(name: str):

@@ -23,6 +23,8 @@ once, then adds each bucket as soon as its segment has arrived.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import segments
@@ -79,10 +81,34 @@ class _Rounds:
         return out
 
 
+def ring_cost_s(cal, p: int, nbytes: float, buckets: int = 1) -> float:
+    """2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n g, with the latency paid per bucket."""
+    if p <= 1:
+        return cal.call_overhead_s
+    share = (p - 1) / p
+    return (2 * (p - 1) * buckets * cal.alpha_s + 2 * share * nbytes * cal.beta_s_per_byte
+            + share * nbytes * cal.gamma_s_per_byte(nbytes))
+
+
+def _bucket_bytes(nbytes: float, options) -> float:
+    """The cost model's bucket: --bucket-bytes when given, else the whole buffer as one."""
+    return (options or {}).get("bucket_bytes") or nbytes
+
+
 class RingAllreduce(SyncStrategy):
     name = "ring"
     summary = "ring: reduce-scatter then all-gather around the ranks, bucket by bucket"
     option_names = ("bucket_bytes",)
+    cost_assumption = "ring: reduce-scatter then allgather over p segments per bucket"
+
+    @staticmethod
+    def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:
+        buckets = max(1, math.ceil(nbytes / max(_bucket_bytes(nbytes, options), 1)))
+        return ring_cost_s(cal, p, nbytes, buckets)
+
+    @staticmethod
+    def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
+        return min(nbytes, _bucket_bytes(nbytes, options)) / p  # a segment of a bucket
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

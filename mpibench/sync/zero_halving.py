@@ -65,6 +65,7 @@ class ZeroHalving(sharding.ShardedStrategy):
     sharding_kind = "halving-core"  # one shard per core rank of the power-of-two fold
     summary = "sharded (ZeRO-2): reduce-scatter by recursive halving, sharded step, all-gather by doubling"
     option_names = ()
+    cost_assumption = "zero-halving: rabenseifner's halving and doubling with its fold, the step between them"
     tag = _TAG
 
     def __init__(self, comm, backend, n_params, options=None):

@@ -60,6 +60,7 @@ class ZeroRing(sharding.ShardedStrategy):
     sharding_kind = "shard-per-member"  # member i owns shard i
     summary = "sharded (ZeRO-2): ring reduce-scatter, each rank steps its own shard, ring all-gather"
     option_names = ()
+    cost_assumption = "zero-ring: a ring reduce-scatter and a ring all-gather, one ring all-reduce's traffic"
     tag = _TAG
 
     def __init__(self, comm, backend, n_params, options=None):
