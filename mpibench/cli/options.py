@@ -33,8 +33,8 @@ def run_options(func):
                      help="local batch size per worker (epochs end on a shorter batch)"),
         click.option("--lr", type=float, default=d.lr, show_default=True, help="SGD learning rate"),
         click.option("--momentum", type=float, default=d.momentum, show_default=True,
-                     help="SGD momentum (0: plain SGD; above 0 the optimizer keeps state, sharded by "
-                          "zero-ring and zero-halving)"),
+                     help="SGD momentum (0: plain SGD; above 0 the optimizer keeps state, cut as a sharded "
+                          "strategy cuts the step)"),
         click.option("--bucket-bytes", default=str(d.bucket_bytes), show_default=True,
                      help="ring all-reduce bucket cap (4K, 1M, ...)"),
         click.option("--ps-shards", type=int, default=d.ps_shards, show_default=True,

@@ -98,7 +98,7 @@ def _options(name: str, n: int):
     return OPTIONS.get(name, ())
 
 
-# The sharded path's own stories (named for zero-ring and zero-halving; kept out of SCENARIOS,
+# The sharded path's own stories (for strategies that declare a sharding_kind; kept out of SCENARIOS,
 # which the main job runs under every strategy): under a replicated strategy no message follows
 # the update, so a mid_gather kill fires after applying.
 SHARDED_SCENARIOS: dict[str, tuple[str, int]] = {

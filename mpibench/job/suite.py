@@ -23,7 +23,6 @@ from .runner import free_comm, recoverable_dup, resume_scenario
 # The main job's scenarios run under these by default: the two classic schemes and the
 # size-driven choice between the logarithmic ones, which keeps the job within a few
 # minutes on a laptop. MPIBENCH_STRATEGIES picks any checked strategies instead.
-MAIN_DEFAULT = ("ring", "ps", "auto")
 
 
 def _names_from_env(variable: str, known) -> tuple[str, ...] | None:
@@ -43,8 +42,8 @@ def _names_from_env(variable: str, known) -> tuple[str, ...] | None:
 
 def main_strategies() -> list[str]:
     """``MPIBENCH_STRATEGIES`` (comma-separated, from the registry's checked strategies),
-    else :data:`MAIN_DEFAULT`."""
-    from mpibench.sync.registry import CHECKED
+    else the registry's ``MAIN_DEFAULT``."""
+    from mpibench.sync.registry import CHECKED, MAIN_DEFAULT
 
     wanted = _names_from_env("MPIBENCH_STRATEGIES", list(CHECKED)) or MAIN_DEFAULT
     return [name for name in CHECKED if name in wanted]
@@ -175,11 +174,13 @@ def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=
         sweep_code = job.sweep.judge(comm, job.out, results, until)
         phases.finished(comm, job.out, phases.SWEEP)
     if job.calibration is not None:
+        from mpibench.sync.registry import BASELINE
+
         from .bench import main_job_bench
 
         main_job_bench(comm, job.out, job.base, backend, lambda text: _progress(comm, text))
         phases.finished(comm, job.out, phases.BENCH)
-        results_job.finish(comm, job.out, job.base, job.calibration, backend, sorted(set(main_strategies()) | {"native"}),
+        results_job.finish(comm, job.out, job.base, job.calibration, backend, sorted(set(main_strategies()) | {BASELINE}),
                            lambda text: _progress(comm, text))
         phases.finished(comm, job.out, phases.SCALING)
     # Judged first, then the page from the judged folder: it shows the verdict.json just written.

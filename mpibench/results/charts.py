@@ -16,13 +16,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the back-end must be chosen first)
 import pandas as pd  # noqa: E402
 
+from mpibench.sync.registry import drawn_names  # noqa: E402
+
 DPI = 80
 PALETTE = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
 # One colour per name the charts draw, none repeated (the palette has ten); a plugged-in
 # strategy beyond them takes one from a second palette by its name.
-COLOUR_ORDER = ["ring", "ps", "native", "blocking", "c_floor", "rd", "rabenseifner", "hier", "auto"]
+COLOUR_ORDER = drawn_names()
 EXTRA = plt.get_cmap("tab20b").colors
 
 

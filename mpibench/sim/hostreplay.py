@@ -37,13 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.base.config import RunConfig
+from mpibench.sync.registry import MAIN_DEFAULT
 
 from .jobs import SimSettings, simulate_run
 from .network import Network
 
 PARTS = ("step_s", "compute_s", "sync_s", "rest_s", "evidence_s", "check_s", "commit_s")
 WARMUP_STEPS = 2  # the first steps of a case are left out, as the scaling points leave them out
-STRATEGIES = ("ring", "ps", "auto")
+STRATEGIES = MAIN_DEFAULT  # the strategies a main job measured
 COMPUTE_MATCH = 0.10  # a replay counts when its compute part is this close to the measured one
 ONE_RANK_MODE = "weak"  # scaling.csv's one-rank point replayed at p = 1
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.records import CsvLog
+from mpibench.sync.registry import AT_SCALE, MAIN_DEFAULT
 
 from . import rounds
 from .network import Network
@@ -34,8 +35,8 @@ HOST_PARTS = ("compute_s", "rest_s", "evidence_s", "check_s", "commit_s")  # bes
 COLUMNS = ["kind", "platform", "strategy", "ranks", "bytes", "sync_s", "step_s", "recovery_s", *HOST_PARTS,
            "cpu_scale", "tag", "notes"]
 SCALE_RANKS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-SCALE_STRATEGIES = ("ring", "ps", "hier", "auto", "native")
-HOST_STRATEGIES = ("ring", "ps", "auto")
+SCALE_STRATEGIES = AT_SCALE
+HOST_STRATEGIES = MAIN_DEFAULT  # the strategies a main job measured
 HOST_REPEATS = 3  # replays per strategy and rank count; the median over their step medians
 
 

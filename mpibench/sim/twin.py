@@ -29,11 +29,12 @@ from mpibench.drive.cases import STATUS_FILE, Case, Outcome, batch_case_job, jud
 from mpibench.drive.launch import JobResult
 from mpibench.faults.scenarios import SCENARIOS, build
 from mpibench.sync.auto_choices import read_record
+from mpibench.sync.registry import BASELINE, CHECKED, lookup
 
 from .cases import TAIL_CHARS, config_of, sim_replay
 from .jobs import SimSettings, simulate_run
 
-STRATEGIES = ("ring", "ps", "rd", "rabenseifner", "hier", "auto", "native")
+STRATEGIES = (*CHECKED, BASELINE)
 RECOVERIES = ("shrink", "respawn")
 CORRECTNESS_FILES = ("steps.csv", "invariants.csv", "faults.csv")
 COLUMNS = ["case", "workers", "strategy", "recovery", "scenario", "sim_outcome", "mpi_outcome", "same",
@@ -145,7 +146,7 @@ def learn_choices(cases, out: Path) -> dict:
     """The ``auto`` record both engines read: what the simulated ``auto`` cases choose."""
     choices: dict = {}
     for case in cases:
-        if case.strategy == "auto":
+        if getattr(lookup(case.strategy).cls, "records_choices", False):
             _, record = run_sim(case, out / "learn" / case.case_id, choices)
             choices.update(record)
     path = auto_record(out)

@@ -120,6 +120,8 @@ class Auto(SyncStrategy):
     summary = "per bucket size and p, rd or rabenseifner, whichever this run times faster"
     option_names = ("bucket_bytes", "calibration")
     cost_assumption = "auto: the cheaper of rd and rabenseifner per bucket"
+    in_main_job = True
+    records_choices = True
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

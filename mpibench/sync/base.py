@@ -96,6 +96,17 @@ class SyncStrategy(ABC):
     # slice, steps it, pushes it), so momentum or Adam state has no place to be kept (--momentum
     # is refused for it).
     steps_in_place: bool = True
+    # Where the product uses a strategy without being told to (the registry derives its lists
+    # from these): in the main job's default set (and the launches predict replays); the
+    # baseline every ratio divides by; laid out by node (predict's scale table shows it);
+    # reading and writing the record of timed choices (sync/auto_choices), which a simulated
+    # replay must learn before it runs.
+    in_main_job: bool = False
+    baseline: bool = False
+    topology_aware: bool = False
+    records_choices: bool = False
+    # The label of the strategy's row in bench.csv ("in-step sync: NAME" when empty).
+    bench_label: str = ""
 
     def __init__(self, comm, backend, n_params: int, options: dict | None = None):
         self.comm = comm

@@ -44,6 +44,7 @@ class Hierarchical(BucketedStrategy):
                "all-reduce, binomial broadcast; one node degenerates to reduce + broadcast")
     option_names = ("bucket_bytes", "ranks_per_node")
     tag = 51
+    topology_aware = True
     cost_assumption = ("hier: binomial reduce and broadcast inside a node (all ranks on one node unless "
                        "ranks_per_node is given), the leaders' all-reduce across nodes")
 

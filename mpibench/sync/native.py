@@ -28,6 +28,8 @@ class NativeAllreduce(SyncStrategy):
     # independent anchor loop): the cost model reads them as this strategy
     bench_rows = ("blocking", "c_floor", "anchor")
     cost_assumption = "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above"
+    baseline = True
+    bench_label = "in-step sync: Iallreduce polled against the deadline, plus a copy"
 
     @staticmethod
     def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:

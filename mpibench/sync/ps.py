@@ -87,6 +87,8 @@ class ParameterServer(SyncStrategy):
     option_names = ("ps_shards",)
     steps_in_place = False  # each server steps a pulled copy of its slice
     cost_assumption = "PS: the k servers are among the workers and a rank's own piece never travels"
+    in_main_job = True
+    bench_label = "in-step sync: parameter server"
 
     @staticmethod
     def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:

@@ -49,6 +49,22 @@ CHECKED: tuple[str, ...] = ("ring", "ps", "rd", "rabenseifner", "hier", "auto")
 # name (run, sweep --strategies, sim exhaustive), not in the main job's default set.
 SHARDED: tuple[str, ...] = tuple(name for name, cls in BUILTIN.items() if cls.sharding_kind)
 
+# The lists other modules use, derived from what each class declares (sync/base.py), so
+# nothing outside this package names a built-in strategy.
+MAIN_DEFAULT: tuple[str, ...] = tuple(name for name, cls in BUILTIN.items() if cls.in_main_job)
+BASELINE: str = next(name for name, cls in BUILTIN.items() if cls.baseline)
+# predict's scale table: the main job's strategies, the baseline and the node-aware ones
+AT_SCALE: tuple[str, ...] = tuple(name for name, cls in BUILTIN.items()
+                                  if cls.in_main_job or cls.baseline or cls.topology_aware)
+
+
+def drawn_names() -> list[str]:
+    """The replicated built-ins in the registry's order, each followed by the bench rows that
+    time it by another path: the order charts give their colours in."""
+    return [row for name, cls in BUILTIN.items() if not cls.sharding_kind
+            for row in (name, *getattr(cls, "bench_rows", ()))]
+
+
 # The options a strategy may read from its ``options`` dict, and what each means.
 OPTIONS: dict[str, str] = {
     "bucket_bytes": "bucket cap in bytes (--bucket-bytes)",

@@ -100,6 +100,8 @@ class RingAllreduce(SyncStrategy):
     summary = "ring: reduce-scatter then all-gather around the ranks, bucket by bucket"
     option_names = ("bucket_bytes",)
     cost_assumption = "ring: reduce-scatter then allgather over p segments per bucket"
+    in_main_job = True
+    bench_label = "in-step sync: ring all-reduce (reduce-scatter + all-gather)"
 
     @staticmethod
     def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:

@@ -10,11 +10,13 @@ BASELINES = (BLOCKING, C_FLOOR)
 LABELS = {
     BLOCKING: "blocking MPI_Allreduce from mpi4py (no wrapper, no deadline)",
     C_FLOOR: "C loop of MPI_Allreduce (no Python)",
-    "native": "in-step sync: Iallreduce polled against the deadline, plus a copy",
-    "ring": "in-step sync: ring all-reduce (reduce-scatter + all-gather)",
-    "ps": "in-step sync: parameter server",
 }
 
 
 def label(name: str) -> str:
-    return LABELS.get(name, f"in-step sync: {name}")
+    """A baseline's label, else the strategy's own ``bench_label`` (``in-step sync: NAME``
+    when it has none)."""
+    from mpibench.sync.registry import BUILTIN
+
+    own = getattr(BUILTIN.get(name), "bench_label", "")
+    return LABELS.get(name) or own or f"in-step sync: {name}"
