@@ -1,12 +1,14 @@
-"""compare A B: two real bench runs, a planted 2x slowdown, old files, bad input."""
+"""compare A B: two real bench runs, a planted 2x slowdown, old files, bad input, machines."""
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
 import pytest
 
 from mpibench.base.records import BENCH_COLUMNS
+from mpibench.results.machines import machine_of
 from mpibench.results.runcompare import compare_runs, read_measured, spread_s
 from mpirun import run_cli, run_mpi
 
@@ -127,3 +129,89 @@ def test_bad_compare_input_exits_2_with_one_line(tmp_path, case):
     assert len(lines) == 1 and lines[0].startswith("mpibench: error:"), job.stderr
     if case == "out_exists":
         assert other.read_text() == "keep me"
+
+
+# What runinfo.machine() and the host record leave in run.json, as a bench run on a cluster node would.
+MACHINE = {"schema_version": 1, "cpu_model": "AMD EPYC 7763 64-Core Processor", "cores_on_this_host": 128,
+           "mpi": {"library": "Open MPI v5.0.5", "standard": "3.1", "mpi4py": "4.0.1"},
+           "platform": "Linux-6.1.0-x86_64-with-glibc2.36", "python": "3.11.7",
+           "host_cpus": [{"host": "node1", "cores": 128, "ranks": 2, "binding": "core"}]}
+
+
+def run_folder(path, times, machine=None):
+    """A run folder: bench.csv with one ring row per time, and run.json when ``machine`` is given."""
+    path.mkdir(parents=True)
+    _frame(times).to_csv(path / "bench.csv", index=False)
+    if machine is not None:
+        (path / "run.json").write_text(json.dumps(machine))
+    return path
+
+
+def test_the_same_machine_says_nothing_whatever_the_host_names(tmp_path):
+    a = run_folder(tmp_path / "a", [1.0], MACHINE)
+    b = run_folder(tmp_path / "b", [1.0], {**MACHINE, "host_cpus": [{**MACHINE["host_cpus"][0], "host": "node7"}]})
+    job = run_cli(["compare", str(a), str(b), "--out", str(tmp_path / "t.csv")])
+    assert job.returncode == 0, job.text
+    assert "machine" not in job.stdout, job.stdout
+    assert pd.read_csv(tmp_path / "t.csv", keep_default_na=False).machines.tolist() == [""]
+
+
+@pytest.mark.parametrize("b_times, status", [([1.0], 0), ([3.0], 1)])
+def test_a_different_machine_is_named_field_by_field_and_keeps_the_status(tmp_path, b_times, status):
+    a = run_folder(tmp_path / "a", [1.0], MACHINE)
+    b = run_folder(tmp_path / "b", b_times, {**MACHINE, "cpu_model": "Intel Xeon Platinum 8480+",
+                                             "mpi": {**MACHINE["mpi"], "library": "MPICH 4.2.2"}})
+    job = run_cli(["compare", str(a), str(b), "--out", str(tmp_path / "t.csv")])
+    assert job.returncode == status, job.text
+    line = ("different machines: cpu_model 'AMD EPYC 7763 64-Core Processor' vs 'Intel Xeon Platinum 8480+'; "
+            "mpi_library 'Open MPI v5.0.5' vs 'MPICH 4.2.2' — ratios compare the machines as well as the code")
+    lines = job.stdout.splitlines()
+    assert lines[0] == line and lines[1].startswith("strategy"), job.stdout  # before the table, once
+    assert job.stdout.count("different machines") == 1
+    assert pd.read_csv(tmp_path / "t.csv").machines.tolist() == [line]
+
+
+@pytest.mark.parametrize("b_times, status", [([1.0], 0), ([3.0], 1)])
+def test_a_run_without_a_fingerprint_is_said_once_and_keeps_the_status(tmp_path, b_times, status):
+    old = {"schema_version": 1, "host_cpus": MACHINE["host_cpus"]}  # a bench run.json from before machines
+    a = run_folder(tmp_path / "a", [1.0], old)
+    b = run_folder(tmp_path / "b", b_times, MACHINE)
+    job = run_cli(["compare", str(a), str(b / "bench.csv")])
+    assert job.returncode == status, job.text
+    assert job.stdout.splitlines()[0] == "machine of A unknown (no fingerprint)", job.stdout
+    assert job.stdout.count("unknown (no fingerprint)") == 1
+    bare = run_folder(tmp_path / "c", b_times)  # a bench.csv alone: no run.json at all
+    job = run_cli(["compare", str(tmp_path / "b" / "bench.csv"), str(bare)])
+    assert job.returncode == 0 and job.stdout.count("machine of B unknown (no fingerprint)") == 1, job.text
+    job = run_cli(["compare", str(a), str(bare)])
+    assert job.returncode == status and job.stdout.count("machines of A and B unknown (no fingerprint)") == 1
+
+
+def test_a_field_one_side_never_recorded_is_no_difference():
+    from mpibench.results.machines import Machine, check_machines, machine_line
+
+    older = Machine(cpu_model=None, cpus=128, mpi_library="Open MPI v5.0.5", python="3.11.7")
+    newer = Machine(cpu_model="AMD EPYC 7763", cpus=128, mpi_library="Open MPI v5.0.5", python="3.12.1")
+    assert machine_line(check_machines(older, newer)) == (
+        "different machines: python '3.11.7' vs '3.12.1' — ratios compare the machines as well as the code")
+
+
+def test_launch_sets_are_checked_by_their_launches_machine(tmp_path):
+    sides = []
+    for name, python in (("a", "3.11.7"), ("b", "3.12.1")):
+        for n in (1, 2):
+            run_folder(tmp_path / name / f"launch-{n:02d}", [1e-3 * (1 + n / 100)], {**MACHINE, "python": python})
+        sides.append(tmp_path / name)
+    assert machine_of(str(sides[0])).python == "3.11.7"
+    job = run_cli(["compare", *map(str, sides), "--out", str(tmp_path / "t.csv")])
+    assert job.returncode == 0, job.text
+    assert job.stdout.splitlines()[0].startswith("different machines: python '3.11.7' vs '3.12.1'"), job.stdout
+    assert pd.read_csv(tmp_path / "t.csv").machines.str.startswith("different machines").all()
+
+
+@pytest.mark.mpi
+def test_two_real_runs_record_one_machine(two_runs):
+    a, b = two_runs
+    assert machine_of(str(a)) == machine_of(str(b)) and machine_of(str(a)).mpi_library
+    job = run_cli(["compare", str(a), str(b)])
+    assert "machine" not in job.stdout, job.text

@@ -87,19 +87,37 @@ def _package_versions() -> tuple:
     return tuple(found.items())
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """This host's CPU model as the kernel names it (/proc/cpuinfo), else what ``platform`` knows.
+    Read once per process: a sweep describes thousands of simulated runs."""
+    try:
+        with open("/proc/cpuinfo", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith(("model name", "hardware")) and ":" in line:
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """What run.json records of the machine the writing rank ran on; ``compare`` reads it back
+    (mpibench.results.machines) to say when two runs measured different machines."""
+    return {"cpu_model": cpu_model(), "cores_on_this_host": os.cpu_count(), "mpi": mpi_library(),
+            "python": sys.version.split()[0], "platform": platform.platform()}
+
+
 def describe(config: dict, hosts: list[str], extra: dict | None = None) -> dict:
     info = {
         "schema_version": SCHEMA_VERSION,
         "config": config,
         "seed": config.get("seed"),
-        "mpi": mpi_library(),
+        **machine(),
         "ulfm": ulfm_status(),
         "hosts": sorted(set(hosts)),
         "host_count": len(set(hosts)),
         "ranks": len(hosts),
-        "cores_on_this_host": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
         "packages": package_versions(),
     }
     info.update(extra or {})

@@ -77,7 +77,10 @@ def compare(run_a, run_b, threshold, out):
     Per strategy x ranks x size: B's time over A's, and whether the difference
     exceeds the spread over rounds measured in both runs. Exit 1 when any row
     regressed beyond --threshold and beyond that spread, 0 otherwise, 2 for
-    bad input.
+    bad input. Runs whose recorded machines differ (CPU, MPI library, OS,
+    Python, hosts) are compared all the same, with one line naming what
+    differs, and the exit status stays as above: an MPI library change is
+    one of the things compare is for.
     """
     from mpibench.results.runcompare import compare_command
 

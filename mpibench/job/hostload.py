@@ -134,7 +134,8 @@ def oversubscription_note(hosts: list[HostCores]) -> str:
 
 
 def record_host_cpus(out_dir: str, hosts: list[HostCores]) -> None:
-    """run.json's ``host_cpus``: each host's ranks, CPUs and the binding seen."""
+    """run.json's ``host_cpus`` (each host's ranks, CPUs and the binding seen) and the machine
+    this rank runs on (``runinfo.machine``: CPU model, MPI library, OS, Python)."""
     from mpibench.base import runinfo
 
-    runinfo.update(out_dir, {"host_cpus": [h.as_dict() for h in hosts]})
+    runinfo.update(out_dir, {"host_cpus": [h.as_dict() for h in hosts], **runinfo.machine()})

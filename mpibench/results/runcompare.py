@@ -17,6 +17,11 @@ regression; the printout says so. Given ``bench --launches N`` folders, the
 comparison is over launches instead (:mod:`.launchcompare`): B over A with a
 95 % interval and a verdict per row, ``slower`` beyond ``--threshold`` being
 the regression (exit 1).
+
+Either way, when the two runs' recorded machines differ (:mod:`.machines`) one
+line before the table says so and every row of ``--out`` carries it in its
+``machines`` column; the exit status does not change, since a change of MPI
+library or network is itself one of the things compared.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from mpibench.base.config import UsageError
 
 from .launchcompare import compare_launches, condition_lines, conditions, launch_folders, launch_times
 from .launchstats import CANNOT_TELL, FASTER, SLOWER
+from .machines import machines_line
 
 KEYS = ["strategy", "ranks", "bytes", "dtype", "in_place"]
 DEFAULTS = {"dtype": "float32", "in_place": ""}
@@ -136,6 +142,7 @@ def compare_command(path_a: str, path_b: str, threshold: float, out: str | None)
         raise UsageError("the two runs share no (strategy, ranks, bytes, dtype, placement) row")
     only_a = [k for k in a.index if k not in b.index]
     only_b = [k for k in b.index if k not in a.index]
+    machines = say_machines(path_a, path_b)
     for line in table_lines(table, only_a, only_b):
         print(line)
     loads = [host_load(path) for path in (path_a, path_b)]
@@ -149,9 +156,22 @@ def compare_command(path_a: str, path_b: str, threshold: float, out: str | None)
     print("one launch on each side: a row's verdict says this pair of launches differs beyond the "
           "spread each measured, which a launch-to-launch difference of the host can do as well; "
           "compare two bench --launches N folders for a verdict over launches")
-    if out is not None:
-        table.to_csv(out, index=False)
+    write_table(table, out, machines)
     return 1 if regressions else 0
+
+
+def say_machines(path_a: str, path_b: str) -> str:
+    """Print the machines line when there is one (different, or unknown) and return it."""
+    line = machines_line(path_a, path_b)
+    if line:
+        print(line)
+    return line
+
+
+def write_table(table: pd.DataFrame, out: str | None, machines: str) -> None:
+    """``--out``: the table as CSV, every row with the machines line ("" for the same machine)."""
+    if out is not None:
+        table.assign(machines=machines).to_csv(out, index=False)
 
 
 def _sides(path: str) -> list[str]:
@@ -183,11 +203,11 @@ def compare_launch_runs(path_a: str, path_b: str, threshold: float, out: str | N
                      f"{tb * 1e6:10.1f} {got.ratio:6.2f} {f'[{got.low:.2f}, {got.high:.2f}]':>15} "
                      f"{f'{got.a_launches}/{got.b_launches}':>9}  {got.verdict}")
     table = pd.DataFrame(rows)
+    machines = say_machines(path_a, path_b)
     print("\n".join(lines + condition_lines(*(conditions(folders) for folders in sides))))
     regressions = int(table.regressed.sum())
     print(f"{regressions} row(s) slower beyond {threshold:.0%} over the launches, {int(table.improved.sum())} "
           f"faster, {int((table.verdict == CANNOT_TELL).sum())} cannot tell; B/A is the Hodges-Lehmann estimate "
           f"with its 95 % Mann-Whitney interval; {len(table)} rows compared")
-    if out is not None:
-        table.to_csv(out, index=False)
+    write_table(table, out, machines)
     return 1 if regressions else 0
