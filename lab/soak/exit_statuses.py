@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--strategy", default="ring")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--timeout", type=int, default=90)
-    parser.add_argument("--run-args", default="", help="more run options, e.g. '--mutant stale-rejoin'")
+    parser.add_argument("--run-args", default="", help="more run options, e.g. '--run-parts mpibench.selftest.variants:stale-rejoin'")
     parser.add_argument("--python", default=sys.executable, help="interpreter with mpibench installed")
     parser.add_argument("--show", type=int, default=2, help="print the output tail of this many odd runs")
     args = parser.parse_args()

@@ -1,6 +1,7 @@
 """Seconds from a run's verdict to the end of its launch, over many launches.
 
-Launches ``mpirun -n N python -m mpibench run --scenario S --recovery R [--mutant M]``
+Launches ``mpirun -n N python -m mpibench run --scenario S --recovery R`` (``--mutant M``
+plants the self-test's known-bad variant M through ``--run-parts mpibench.selftest.variants:M``)
 again and again (each under ``timeout -k``, stdin closed) and, for each, notes when the
 ``verdict:`` line arrived on the launcher's output and when the launcher exited, the
 launcher's status and the status verdict.json gives. A launch that leaves more than
@@ -40,12 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from mpirun import mpi_env, mpirun_command  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+UNEVEN_SAMPLES = 100  # mpibench.selftest.drive's: shards that end epochs on short batches
 PLANT = ROOT / "tests" / "plugins" / "crashing"
 VENV_BIN = Path(sys.executable).parent
 MPICH_BIN = ROOT / ".venv-mpich" / "bin"
 FLAGS = ["--oversubscribe", "--with-ft", "ulfm", "--prtemca", "state_base_recoverable", "1"]
 COLUMNS = ["way", "scenario", "crash", "launch", "mutant", "launcher_status", "verdict_status", "after_verdict_s",
-           "wall_s", "load_1min_before", "load_1min_after"]
+           "wall_s", "load_1min_before", "load_1min_after", "ranks", "strategy", "recovery"]
 
 
 def other_python(work: Path) -> str:
@@ -80,7 +82,10 @@ def one_launch(args, out: Path) -> dict:
            python, "-m", "mpibench", "run", "--strategy", args.strategy, "--scenario", args.scenario, "--recovery",
            args.recovery, "--steps", str(args.steps), *ranks, "--out", str(out)]
     if args.mutant:
-        cmd += ["--mutant", args.mutant]
+        cmd += ["--run-parts", f"mpibench.selftest.variants:{args.mutant}"]  # the self-test's one hook
+    samples = args.samples or (UNEVEN_SAMPLES if args.mutant else None)
+    if samples:
+        cmd += ["--samples", str(samples)]
     env = {**mpi_env(), **env_changes}
     env.pop("MPIBENCH_MPIEXEC", None)
     load_before = os.getloadavg()[0]
@@ -118,6 +123,11 @@ def _late(row: dict, bound_s: float) -> bool:
     return row["after_verdict_s"] is None or row["after_verdict_s"] > bound_s
 
 
+def _header(path: str) -> list[str]:
+    with open(path, newline="") as fh:
+        return next(csv.reader(fh), COLUMNS)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
@@ -127,6 +137,9 @@ def main() -> int:
     parser.add_argument("--scenario", default="kill-before-compute")
     parser.add_argument("--recovery", default="respawn")
     parser.add_argument("--mutant", default=None)
+    parser.add_argument("--samples", type=int, default=None,
+                        help=f"data set size (with --mutant {UNEVEN_SAMPLES} unless given: the self-test's uneven "
+                             "shards, without which a weighting defect cannot show)")
     parser.add_argument("--timeout", type=int, default=150)
     parser.add_argument("--bound", type=float, default=10.0)
     parser.add_argument("--csv", default=None)
@@ -143,13 +156,15 @@ def main() -> int:
         args.other_python = other_python(Path(work)) if args.launch == "full-path" else None
         for i in range(args.runs):
             row = {"way": args.launch, "scenario": args.scenario, "crash": args.crash or "", "launch": i,
-                   "mutant": args.mutant or "", **one_launch(args, Path(work) / f"run{i}")}
+                   "mutant": args.mutant or "", "ranks": args.ranks, "strategy": args.strategy,
+                   "recovery": args.recovery, **one_launch(args, Path(work) / f"run{i}")}
             rows.append(row)
             print(",".join(str(row[c]) for c in COLUMNS), flush=True)
     if args.csv:
         fresh = not (args.append and os.path.exists(args.csv))
+        header = COLUMNS if fresh else _header(args.csv)  # an older file keeps its columns
         with open(args.csv, "w" if fresh else "a", newline="") as fh:
-            writer = csv.DictWriter(fh, COLUMNS)
+            writer = csv.DictWriter(fh, header, extrasaction="ignore")
             if fresh:
                 writer.writeheader()
             writer.writerows(rows)
