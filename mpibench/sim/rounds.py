@@ -88,12 +88,16 @@ def nodes_of(plat: Platform, p: int) -> list[np.ndarray]:
 
 
 HIER_SMALL_BYTES = 16 << 10  # sync/hier.py's SMALL_BUCKET_BYTES: leaders use rd up to here
+# hier-pipelined's segment, fixed in bytes as a library's is (not fitted per platform or size):
+# HCOLL does not state its shared-memory fragment size, so this is Open MPI coll/sm's default
+# fragment_size, the figure of another library that reduces through shared memory in fragments.
+SEGMENT_BYTES = 8 << 10
+# Predicted, never run: no class in mpibench/sync, so ``run`` refuses these names.
+MODELLED_ONLY = ("hier-pipelined",)
 
 
-def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
-    """sync/hier.py: binomial reduce to each node's lowest rank, the leaders' rd (up to 16 KiB)
-    or Rabenseifner, binomial broadcast back; every node's tree runs in the same rounds."""
-    nodes = nodes_of(plat, p)
+def _tree_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
+    """The binomial reduce of whole buffers to each node's lowest rank, every node in the same rounds."""
     widest = max(len(g) for g in nodes)
     reduce = []
     mask = 1
@@ -102,20 +106,75 @@ def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
         dst = np.concatenate([g[0::2 * mask][:len(g[mask::2 * mask])] for g in nodes])
         reduce.append(Round(src, dst, n, 1, n))
         mask <<= 1
+    return reduce
+
+
+def segments(n: float) -> int:
+    """How many segments hier-pipelined cuts ``n`` bytes into (at least one)."""
+    return max(1, math.ceil(n / SEGMENT_BYTES))
+
+
+def _chain_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
+    """A segmented reduce up a chain of each node's ranks (position i to i - 1): segment k leaves
+    the chain's end at step k, so the node's L ranks take L - 1 + S - 1 steps of n / S bytes
+    (every link counted busy in each, as rounds run in lockstep)."""
+    widest = max(len(g) for g in nodes)
+    if widest < 2:
+        return []
+    src = np.concatenate([g[1:] for g in nodes])
+    dst = np.concatenate([g[:-1] for g in nodes])
+    piece = n / segments(n)
+    return [Round(src, dst, piece, widest - 2 + segments(n), piece)]
+
+
+def _leaders_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
+    """sync/hier.py's leaders: rd up to 16 KiB, Rabenseifner above, among each node's lowest rank."""
     leaders = np.array([int(g[0]) for g in nodes])
     inter = rd_rounds if n <= HIER_SMALL_BYTES else rabenseifner_rounds
-    across = on_ranks(leaders, inter(len(leaders), n)) if len(leaders) > 1 else []
-    broadcast = [Round(r.dst, r.src, n) for r in reversed(reduce)]
-    return reduce + across + broadcast
+    return on_ranks(leaders, inter(len(leaders), n)) if len(leaders) > 1 else []
+
+
+def _with_broadcast(reduce: list[Round], across: list[Round]) -> list[Round]:
+    """The node reduce, the leaders' stage, then the reduce's messages reversed without reduction."""
+    return reduce + across + [Round(r.dst, r.src, r.nbytes, r.times) for r in reversed(reduce)]
+
+
+def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
+    """sync/hier.py: binomial reduce to each node's lowest rank, the leaders' rd (up to 16 KiB)
+    or Rabenseifner, binomial broadcast back; every node's tree runs in the same rounds."""
+    nodes = nodes_of(plat, p)
+    return _with_broadcast(_tree_stage(nodes, n), _leaders_stage(nodes, n))
+
+
+def _stage_s(plat: Platform, stage: list[Round], p: int) -> float:
+    return sum(round_s(plat, r, p) for r in _with_broadcast(stage, []))
+
+
+def pipelines(plat: Platform, p: int, n: float) -> bool:
+    """Whether hier-pipelined's node stage is the segmented chain, else hier's tree: the faster of
+    the two, as a library switches by size (for small buffers the chain's L - 1 fill steps cost
+    more than the tree's log2 L)."""
+    nodes = nodes_of(plat, p)
+    chain = _chain_stage(nodes, n)
+    return bool(chain) and _stage_s(plat, chain, p) < _stage_s(plat, _tree_stage(nodes, n), p)
+
+
+def hier_pipelined_rounds(plat: Platform, p: int, n: float) -> list[Round]:
+    """Modelled only (HCOLL-like): hier with the node stage a segmented chain, reduce up and
+    broadcast down, where that is faster than hier's binomial tree; the same leaders' stage."""
+    nodes = nodes_of(plat, p)
+    stage = _chain_stage(nodes, n) if pipelines(plat, p, n) else _tree_stage(nodes, n)
+    return _with_broadcast(stage, _leaders_stage(nodes, n))
 
 
 FAR_FIRST = {"zero-halving": "zero-halving halves far partners first in rank order (each rank ends on its own shard)"}
-STRATEGIES = (*PATTERNS, "hier", "auto", "native")
+STRATEGIES = (*PATTERNS, "hier", "auto", "native", *MODELLED_ONLY)
+HIERARCHICAL = {"hier": hier_rounds, "hier-pipelined": hier_pipelined_rounds}
 
 
 def strategy_rounds(plat: Platform, strategy: str, p: int, nbytes: float) -> list[Round]:
-    if strategy == "hier":
-        return hier_rounds(plat, p, nbytes)
+    if strategy in HIERARCHICAL:
+        return HIERARCHICAL[strategy](plat, p, nbytes)
     return PATTERNS[strategy](p, nbytes)
 
 
@@ -151,9 +210,10 @@ def reduction_s(plat: Platform, strategy: str, p: int, nbytes: float) -> float:
 
 
 def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
-    """Plain sentences on what shapes the figure: a topology predicted as full bisection, and an
-    algorithm whose largest messages go through a NIC several at once (rank order against
-    placement), when moving those bytes through the NIC is at least a quarter of the time."""
+    """Plain sentences on what shapes the figure: a topology predicted as full bisection, which
+    library each hier variant stands for where their node stages differ, and an algorithm whose
+    largest messages go through a NIC several at once (rank order against placement), when moving
+    those bytes through the NIC is at least a quarter of the time."""
     out = []
     if plat.topology not in FULL_BISECTION and p > max(plat.ranks_per_node, 1):
         out.append(f"{plat.topology}: links beyond the NICs are not modelled (predicted as full bisection)")
@@ -161,6 +221,7 @@ def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
     if p <= 1 or total <= 0:
         return out
     name = resolve(plat, strategy, p, nbytes)
+    out += _hier_notes(plat, name, p, nbytes)
     rounds_ = [r for r in strategy_rounds(plat, name, p, nbytes) if len(r.src)]
     largest = max(r.nbytes for r in rounds_)
     big = [(r, nic_load_bytes(plat, r, p)) for r in rounds_ if r.nbytes == largest]
@@ -173,6 +234,27 @@ def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
                    f"({plat.placement} placement, {plat.ranks_per_node} ranks per node): "
                    f"{share:.0%} of the time{why}")
     return out
+
+
+def _hier_notes(plat: Platform, name: str, p: int, nbytes: float) -> list[str]:
+    """Where each hier variant is meant: hier runs (sync/hier.py, whole buffers in a tree);
+    hier-pipelined stands for a library that segments inside the node and is never run."""
+    widest = max(len(g) for g in nodes_of(plat, p))
+    if name not in HIERARCHICAL or widest < 2:
+        return []
+    chain = pipelines(plat, p, nbytes)
+    if name == "hier-pipelined" and chain:
+        return [f"hier-pipelined (modelled only, not runnable): a library that reduces inside a node in "
+                f"segments through shared memory (HCOLL); node stage a chain of {widest} ranks, "
+                f"{segments(nbytes)} segments of {nbytes / segments(nbytes):.0f} B"]
+    if name == "hier-pipelined":
+        return [f"hier-pipelined (modelled only, not runnable): node stage hier's binomial tree here "
+                f"(a chain of {widest} ranks would take longer at this size)"]
+    if chain:
+        piped_s = sync_s(plat, "hier-pipelined", p, nbytes)
+        return [f"hier: node stage a binomial tree of whole buffers, as sync/hier.py runs; a library that "
+                f"segments inside a node (HCOLL) is hier-pipelined: {piped_s * 1e6:.4g} us here"]
+    return []
 
 
 def tree_s(plat: Platform, p: int, nbytes: float = 64.0) -> float:
