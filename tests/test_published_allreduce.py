@@ -36,3 +36,18 @@ def test_every_published_row_names_its_source_and_platform_and_its_ratio_is_reco
         assert (r["within_2x"] == "True") == (0.5 <= float(r["ratio"]) <= 2.0)
         if r["within_2x"] != "True":
             assert r["note"], r  # every size outside 2x says why
+
+
+def test_hcoll_is_predicted_segmented_and_uccs_hier_note_holds():
+    """HCOLL reduces inside a node in segments: hier-pipelined. UCC CL/HIER's rows say hier-pipelined
+    would give the same figure at every size they print (each within one segment)."""
+    sys.path.insert(0, str(ROOT / "lab" / "studies"))
+    import published_allreduce as study
+
+    from mpibench.sim import rounds
+    from mpibench.sim.platform import load_platform
+
+    assert study.BETZY_HCOLL.strategy == "hier-pipelined" and study.UCC_HIER.strategy == "hier"
+    plat = load_platform(str(ROOT / "platforms" / study.UCC_HIER.platform))
+    for nbytes in study.UCC_HIER.latency_us:
+        assert rounds.sync_s(plat, "hier-pipelined", 1280, nbytes) == rounds.sync_s(plat, "hier", 1280, nbytes)

@@ -73,7 +73,8 @@ def _plat(per_node: int, placement: str = "block"):
 def _everyone_ends_with_everything(plat, strategy: str, p: int, nbytes: float) -> bool:
     """Play the rounds on sets of contributions (an independent reading of a round: every
     destination adds what its source held at the start of the round, or, without a reduction,
-    takes it); all-reduce schedules of whole buffers only (rd, hier up to 16 KiB)."""
+    takes it); all-reduce schedules of whole buffers only (rd, hier up to 16 KiB), or of segments
+    that each repetition of a round carries on (hier-pipelined's chains)."""
     held = [frozenset({r}) for r in range(p)]
     for rnd in rounds.strategy_rounds(plat, strategy, p, nbytes):
         for _ in range(rnd.times):
@@ -169,7 +170,7 @@ def test_hier_is_predicted_at_4096_and_only_rd_is_warned_of_its_nic_pattern(n):
     sends every rank of a node through it at once, and the note names it once that matters."""
     plat, p = _plat(128), 4096
     assert 0 < rounds.sync_s(plat, "hier", p, n) < float("inf")
-    assert not rounds.notes(plat, "hier", p, n)
+    assert not any("cross a NIC" in s for s in rounds.notes(plat, "hier", p, n))
     rd_notes = rounds.notes(plat, "rd", p, n)
     assert (n >= 64 << 10) == any("rd: its largest messages" in s for s in rd_notes), rd_notes
 
@@ -180,3 +181,79 @@ def test_the_collective_table_covers_the_sharded_strategies():
     rows = collective_rows(_plat(128), [4096], [64 << 20], ("zero-ring", "zero-halving"))
     assert [r.strategy for r in rows] == ["zero-ring", "zero-halving"]
     assert "far partners first" in rows[1].notes and rows[0].sync_s < rows[1].sync_s
+
+
+@pytest.mark.parametrize("p", [3, 7, 8, 12, 64, 100])
+@pytest.mark.parametrize("per_node", [4, 8, 128])
+@pytest.mark.parametrize("placement", ["block", "cyclic"])
+def test_hier_pipelined_chains_are_an_all_reduce_schedule(p, per_node, placement, monkeypatch):
+    """At 1 MiB every node of three ranks or more takes the chain; the leaders run rd (as up to
+    16 KiB) so that the whole schedule can be played on sets."""
+    monkeypatch.setattr(rounds, "HIER_SMALL_BYTES", 1 << 30)
+    plat, n = _plat(per_node, placement), 1 << 20
+    assert rounds.pipelines(plat, p, n)
+    assert _everyone_ends_with_everything(plat, "hier-pipelined", p, n)
+
+
+@pytest.mark.parametrize("p", [3, 16, 128])
+@pytest.mark.parametrize("n", [1 << 20, 3 << 20, (1 << 20) + 5])
+def test_hier_pipelined_on_one_node_costs_two_chains_of_segment_steps(p, n):
+    """One node of L ranks, S = ceil(n / 8 KiB) segments: reduce up the chain and broadcast down,
+    L - 1 + S - 1 steps of n / S bytes each way, the reduce's steps each reducing a segment."""
+    plat = _plat(128)
+    s = -(-n // 8192)
+    piece, steps = n / s, p - 1 + s - 1
+    step_s = plat.node_latency_s + piece / plat.node_bytes_per_s
+    expected = 2 * steps * step_s + steps * piece / plat.gamma_bytes_per_s
+    assert rounds.segments(n) == s
+    assert rounds.sync_s(plat, "hier-pipelined", p, n) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [512, 4096])
+def test_hier_pipelined_beats_hier_on_many_ranks_per_node_for_large_buffers_and_is_hier_for_small(p):
+    plat = _plat(128)
+    for n in (1 << 20, 64 << 20):
+        assert rounds.sync_s(plat, "hier-pipelined", p, n) < 0.7 * rounds.sync_s(plat, "hier", p, n)
+        assert any("hier-pipelined" in s for s in rounds.notes(plat, "hier", p, n))
+        assert any("modelled only" in s and "segments" in s for s in rounds.notes(plat, "hier-pipelined", p, n))
+    for n in (8, 4096):
+        assert rounds.sync_s(plat, "hier-pipelined", p, n) == rounds.sync_s(plat, "hier", p, n)
+        assert not any("hier-pipelined" in s for s in rounds.notes(plat, "hier", p, n))
+
+
+@pytest.mark.parametrize("p", [2, 5, 64])
+@pytest.mark.parametrize("n", [8, 16 << 10, 1 << 20])
+def test_with_one_rank_per_node_hier_pipelined_is_hiers_leaders_stage(p, n):
+    plat = _plat(1)
+    leaders = "rd" if n <= rounds.HIER_SMALL_BYTES else "rabenseifner"
+    assert rounds.sync_s(plat, "hier-pipelined", p, n) == rounds.sync_s(plat, "hier", p, n)
+    assert rounds.sync_s(plat, "hier-pipelined", p, n) == rounds.sync_s(plat, leaders, p, n)
+    assert not rounds.notes(plat, "hier-pipelined", p, n)
+
+
+def test_hier_pipelined_of_nothing_and_of_one_rank():
+    plat = _plat(8)
+    assert rounds.segments(0) == 1
+    assert rounds.sync_s(plat, "hier-pipelined", 1, 1 << 20) == 0.0
+    assert rounds.strategy_rounds(plat, "hier-pipelined", 1, 1 << 20) == []
+    assert rounds.sync_s(plat, "hier-pipelined", 64, 0) == rounds.sync_s(plat, "hier", 64, 0) > 0  # latencies alone
+
+
+def test_run_refuses_hier_pipelined_in_one_line_and_predict_models_it(tmp_path):
+    """Modelled only: no class in mpibench/sync runs it, so run refuses it before anything starts."""
+    import csv
+    import subprocess
+    import sys
+
+    refused = subprocess.run([sys.executable, "-m", "mpibench", "run", "--strategy", "hier-pipelined"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "modelled only" in refused.stderr
+    out = tmp_path / "t.csv"
+    done = subprocess.run([sys.executable, "-m", "mpibench", "predict", "--ranks", "512", "--sizes", "8,1M",
+                           "--strategies", "hier,hier-pipelined", "--platform", "platforms/betzy_4x128.toml",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = {(r["strategy"], r["bytes"]): float(r["sync_s"]) for r in csv.DictReader(out.open())}
+    assert rows["hier-pipelined", "8"] == rows["hier", "8"]
+    assert rows["hier-pipelined", "1048576"] < rows["hier", "1048576"]

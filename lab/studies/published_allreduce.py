@@ -5,8 +5,9 @@ Each source below printed an all-reduce latency table from a named cluster
 ``platforms/`` whose header says which figures the source gives and which
 are assumed; the prediction is :func:`mpibench.sim.rounds.sync_s` of the
 algorithm the source says the library ran (a forced algorithm by its name), else the
-closest one (a hierarchical one as ``hier``, a flat one as ``rd``), with the
-reduction charged (``gamma`` of the file).
+closest one (a hierarchical one as ``hier``, or ``hier-pipelined`` where the library
+reduces inside a node in segments; a flat one as ``rd``), with the reduction charged
+(``gamma`` of the file).
 
 The published figures were measured by their authors (tag ``measured``, one
 launch each as printed, no interval given by the source); the predictions are
@@ -50,13 +51,20 @@ BETZY_HCOLL = Table(
     "openucx/ucc issue #981 'segfault when nranks>=18', comment of 2024-05-31 (osu_allreduce v7.4, 512 ranks "
     "/ 4 compute nodes / HDR100 / HPCX 2.17.1)",
     "https://github.com/openucx/ucc/issues/981", "the 'HCOLL' table", "betzy_4x128.toml", 512,
-    "HPC-X 2.17.1, HCOLL (hierarchical)", "hier",
+    "HPC-X 2.17.1, HCOLL (hierarchical, segmented inside a node)", "hier-pipelined",
     {1: 7.98, 2: 7.40, 4: 7.66, 8: 7.70, 16: 7.90, 32: 8.93, 64: 7.77, 128: 8.10, 256: 10.13, 512: 10.02,
      1024: 11.73, 2048: 14.36, 4096: 19.15, 8192: 28.63, 16384: 47.27, 32768: 498.13, 65536: 152.94,
      131072: 235.62, 262144: 443.80, 524288: 752.25, 1048576: 1519.43},
     {32768: "the published 32 KiB figure is 3x its own 64 KiB one (an outlier of the table)",
-     **{n: "hier's node stage is a binomial tree of whole buffers at the node's 80 Gb/s (assumed); "
-           "HCOLL reduces inside a node through shared memory in segments" for n in (262144, 524288, 1048576)}})
+     **{n: "HCOLL's shared-memory segment size is not stated: 8 KiB assumed (Open MPI coll/sm's)"
+        for n in (262144, 524288, 1048576)}})
+
+# "default off": ALLREDUCE_RAB_PIPELINE's default "n" in UCC's src/components/cl/hier/cl_hier.c.
+_UCC_WHOLE = ("predicted as hier, not hier-pipelined: CL/HIER pipelines only when "
+              "UCC_CL_HIER_ALLREDUCE_RAB_PIPELINE is set (default off), and at 4 B to 2 KiB every size is "
+              "one segment (hier-pipelined gives the same figure)")
+_UCC_COST = ("UCC pays a software cost per stage (progress, task scheduling) that the round model does not "
+             "charge: it charges only the platform's link latencies")
 
 UCC_HIER = Table(
     "openucx/ucc pull request #328 'CL/HIER: 2LvL RAB (reduce_allreduce_bcast) Allreduce algorithm', "
@@ -65,8 +73,8 @@ UCC_HIER = Table(
     "ucc_32x40.toml", 1280, "UCC CL/HIER (node reduce, leaders' all-reduce, node broadcast)", "hier",
     {4: 13.48, 8: 14.9, 16: 14.72, 32: 17.65, 64: 16.34, 128: 21.55, 256: 27.92, 512: 34.42, 1024: 33.06,
      2048: 37.01},
-    {n: "UCC pays a software cost per stage (progress, task scheduling) that the round model does not "
-        "charge: it charges only the platform's link latencies" for n in (128, 256, 512, 1024, 2048)})
+    {**{n: _UCC_WHOLE for n in (4, 8, 16, 32, 64)},
+     **{n: f"{_UCC_COST}; {_UCC_WHOLE}" for n in (128, 256, 512, 1024, 2048)}})
 
 UCC_BASIC = Table(
     UCC_HIER.source, UCC_HIER.url, "'Allreduce Latency (us), host, n32ppn40', column CL/BASIC", "ucc_32x40.toml",
@@ -127,10 +135,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="CSV to write (replaced)")
     args = ap.parse_args(argv)
     rows = [r for t in TABLES for r in rows_for(t)]
-    print(f"{'platform':<18} {'ranks':>5} {'strategy':<8} {'bytes':>8} {'published us':>13} "
+    print(f"{'platform':<18} {'ranks':>5} {'strategy':<14} {'bytes':>8} {'published us':>13} "
           f"{'predicted us':>13} {'ratio':>6}  (published: measured; predicted: simulated)")
     for r in rows:
-        print(f"{r['platform']:<18} {r['ranks']:>5} {r['strategy']:<8} {r['bytes']:>8} "
+        print(f"{r['platform']:<18} {r['ranks']:>5} {r['strategy']:<14} {r['bytes']:>8} "
               f"{float(r['published_s']) * 1e6:>13.2f} {float(r['predicted_s']) * 1e6:>13.2f} {r['ratio']:>6}")
     for t in TABLES:
         mine = [r for r in rows if r["table"] == t.table]

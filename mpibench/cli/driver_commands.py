@@ -203,7 +203,9 @@ def _selftest_sim(request) -> int:
 @click.option("--ranks", default=None, help="comma-separated rank counts [table: 64,512,4096; run: 8 ... 4096]")
 @click.option("--sizes", default=None, help="comma-separated bytes, K/M/G suffixes [table: 8,64K,64M; run: "
                                             "the run's gradient and 100M]")
-@click.option("--strategies", default=None, help="table only: comma-separated [ring,ps,rd,rabenseifner,hier,auto,native]")
+@click.option("--strategies", default=None,
+              help="table only: comma-separated [ring,ps,rd,rabenseifner,hier,auto,native; "
+                   "modelled only: hier-pipelined]")
 @click.option("--placement", type=click.Choice(["block", "cyclic"]), default=None,
               help="ranks onto nodes: block (rank order) or cyclic (dealt round the nodes) [the platform's]")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="table only: also write the rows to this CSV")

@@ -118,12 +118,22 @@ def config_from(strategy: str, scenario: str, **kw) -> RunConfig:
     return config
 
 
+def modelled_only() -> tuple[str, ...]:
+    """The names predict models that no sync class runs."""
+    from mpibench.sim.rounds import MODELLED_ONLY
+
+    return MODELLED_ONLY
+
+
 def check_names(config: RunConfig) -> None:
     """The strategy and the scenario exist (UsageError otherwise): refused before MPI starts,
     where the world size is not yet known for the rest of the checks (job.runner.prepare)."""
     from mpibench.faults import check_name
     from mpibench.sync import registry
 
+    if config.strategy in modelled_only():
+        raise UsageError(f"--strategy {config.strategy} is modelled only, not a strategy that runs "
+                         f"(predict --strategies {config.strategy})")
     registry.validate([config.strategy])
     try:
         check_name(config.scenario)

@@ -23,22 +23,12 @@ charges every message the same alpha and beta and knows no NIC sharing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from .patterns import (PATTERNS, Round, on_ranks, ps_rounds, rabenseifner_rounds, rd_rounds,  # noqa: F401 - re-exported
+                       ring_rounds, zero_halving_rounds)
 from .platform import FULL_BISECTION, Platform
-
-
-@dataclass(frozen=True)
-class Round:
-    src: np.ndarray
-    dst: np.ndarray
-    nbytes: float  # per message
-    times: int = 1  # how often this same pattern repeats
-    reduced_bytes: float = 0.0  # bytes each rank reduces after it
-    pattern: tuple | None = None  # names src -> dst for p ranks, so its NIC counts are worked out once
-
 
 _COUNTS: dict[tuple, tuple[int, bool, bool]] = {}  # (per node, placement, p, pattern) -> counts
 
@@ -90,84 +80,6 @@ def round_s(plat: Platform, r: Round, p: int) -> float:
     return network_s + reduce_s
 
 
-def ring_rounds(p: int, n: float) -> list[Round]:
-    ranks = np.arange(p)
-    piece = n / p
-    return [Round(ranks, (ranks + 1) % p, piece, p - 1, piece, ("shift", 1)),  # reduce-scatter
-            Round(ranks, (ranks + 1) % p, piece, p - 1, 0.0, ("shift", 1))]  # all-gather
-
-
-def ps_rounds(p: int, n: float) -> list[Round]:
-    """Every worker pushes each server its shard (n/p), servers reduce and send it back."""
-    ranks = np.arange(p)
-    piece = n / p
-    push = [Round(ranks, (ranks + k) % p, piece, 1, piece, ("shift", k)) for k in range(1, p)]
-    pull = [Round(ranks, (ranks + k) % p, piece, 1, 0.0, ("shift", k)) for k in range(1, p)]
-    return push + pull
-
-
-def _fold(p: int) -> tuple[int, np.ndarray, np.ndarray]:
-    """(core size q, the folded-out even ranks, the core's ranks in core order)."""
-    q = 1 << (p.bit_length() - 1)
-    extra = p - q
-    evens = np.arange(0, 2 * extra, 2)
-    core = np.concatenate([np.arange(1, 2 * extra, 2), np.arange(2 * extra, p)])
-    return q, evens, core
-
-
-def rd_rounds(p: int, n: float) -> list[Round]:
-    q, evens, core = _fold(p)
-    rounds = [Round(evens, evens + 1, n, 1, n)] if len(evens) else []
-    for k in range(int(math.log2(q))):
-        partner = core[np.arange(q) ^ (1 << k)]
-        rounds.append(Round(core, partner, n, 1, n))
-    if len(evens):
-        rounds.append(Round(evens + 1, evens, n))
-    return rounds
-
-
-def rabenseifner_rounds(p: int, n: float) -> list[Round]:
-    """Halving near partners first (``v ^ 1``, then ``v ^ 2``, ...), as sync/rabenseifner.py
-    (:func:`mpibench.sync.plans.halving_steps`) and MPICH do: the largest halves stay between
-    neighbouring ranks, on one node when ranks sit on nodes in rank order."""
-    q, evens, core = _fold(p)
-    rounds = [Round(evens, evens + 1, n, 1, n)] if len(evens) else []
-    steps = int(math.log2(q))
-    for k in range(steps):  # halving: each round half the previous block
-        partner = core[np.arange(q) ^ (1 << k)]
-        rounds.append(Round(core, partner, n / 2 ** (k + 1), 1, n / 2 ** (k + 1)))
-    for k in reversed(range(steps)):  # doubling back
-        partner = core[np.arange(q) ^ (1 << k)]
-        rounds.append(Round(core, partner, n / 2 ** (k + 1)))
-    if len(evens):
-        rounds.append(Round(evens + 1, evens, n))
-    return rounds
-
-
-def zero_halving_rounds(p: int, n: float) -> list[Round]:
-    """sync/zero_halving.py: Rabenseifner's rounds, but core rank v runs the halving as
-    ``bit_reverse(v)`` so that it ends holding shard v; in real ranks its partners go far-first
-    (``v ^ 2**(steps-1-k)``), so the largest halves cross the NICs whenever ranks fill nodes
-    in order. The step of each rank's own shard is compute, left out like the reduction's."""
-    q, evens, core = _fold(p)
-    rounds = [Round(evens, evens + 1, n, 1, n)] if len(evens) else []
-    steps = int(math.log2(q))
-    for k in range(steps):  # reduce-scatter: far partner first
-        partner = core[np.arange(q) ^ (1 << (steps - 1 - k))]
-        rounds.append(Round(core, partner, n / 2 ** (k + 1), 1, n / 2 ** (k + 1)))
-    for k in reversed(range(steps)):  # all-gather of the stepped shards, the way the sums came
-        partner = core[np.arange(q) ^ (1 << (steps - 1 - k))]
-        rounds.append(Round(core, partner, n / 2 ** (k + 1)))
-    if len(evens):
-        rounds.append(Round(evens + 1, evens, n))
-    return rounds
-
-
-def _on(ranks: np.ndarray, rounds: list[Round]) -> list[Round]:
-    """``rounds`` over positions 0..m-1 played by ``ranks`` (position i is rank ranks[i])."""
-    return [Round(ranks[r.src], ranks[r.dst], r.nbytes, r.times, r.reduced_bytes) for r in rounds]
-
-
 def nodes_of(plat: Platform, p: int) -> list[np.ndarray]:
     """Every node's ranks, ascending; nodes ordered by their lowest rank (hier's leaders)."""
     node = plat.node_of(np.arange(p), p)
@@ -176,12 +88,16 @@ def nodes_of(plat: Platform, p: int) -> list[np.ndarray]:
 
 
 HIER_SMALL_BYTES = 16 << 10  # sync/hier.py's SMALL_BUCKET_BYTES: leaders use rd up to here
+# hier-pipelined's segment, fixed in bytes as a library's is (not fitted per platform or size):
+# HCOLL does not state its shared-memory fragment size, so this is Open MPI coll/sm's default
+# fragment_size, the figure of another library that reduces through shared memory in fragments.
+SEGMENT_BYTES = 8 << 10
+# Predicted, never run: no class in mpibench/sync, so ``run`` refuses these names.
+MODELLED_ONLY = ("hier-pipelined",)
 
 
-def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
-    """sync/hier.py: binomial reduce to each node's lowest rank, the leaders' rd (up to 16 KiB)
-    or Rabenseifner, binomial broadcast back; every node's tree runs in the same rounds."""
-    nodes = nodes_of(plat, p)
+def _tree_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
+    """The binomial reduce of whole buffers to each node's lowest rank, every node in the same rounds."""
     widest = max(len(g) for g in nodes)
     reduce = []
     mask = 1
@@ -190,24 +106,75 @@ def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
         dst = np.concatenate([g[0::2 * mask][:len(g[mask::2 * mask])] for g in nodes])
         reduce.append(Round(src, dst, n, 1, n))
         mask <<= 1
+    return reduce
+
+
+def segments(n: float) -> int:
+    """How many segments hier-pipelined cuts ``n`` bytes into (at least one)."""
+    return max(1, math.ceil(n / SEGMENT_BYTES))
+
+
+def _chain_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
+    """A segmented reduce up a chain of each node's ranks (position i to i - 1): segment k leaves
+    the chain's end at step k, so the node's L ranks take L - 1 + S - 1 steps of n / S bytes
+    (every link counted busy in each, as rounds run in lockstep)."""
+    widest = max(len(g) for g in nodes)
+    if widest < 2:
+        return []
+    src = np.concatenate([g[1:] for g in nodes])
+    dst = np.concatenate([g[:-1] for g in nodes])
+    piece = n / segments(n)
+    return [Round(src, dst, piece, widest - 2 + segments(n), piece)]
+
+
+def _leaders_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
+    """sync/hier.py's leaders: rd up to 16 KiB, Rabenseifner above, among each node's lowest rank."""
     leaders = np.array([int(g[0]) for g in nodes])
     inter = rd_rounds if n <= HIER_SMALL_BYTES else rabenseifner_rounds
-    across = _on(leaders, inter(len(leaders), n)) if len(leaders) > 1 else []
-    broadcast = [Round(r.dst, r.src, n) for r in reversed(reduce)]
-    return reduce + across + broadcast
+    return on_ranks(leaders, inter(len(leaders), n)) if len(leaders) > 1 else []
 
 
-PATTERNS = {"ring": ring_rounds, "ps": ps_rounds, "rd": rd_rounds, "rabenseifner": rabenseifner_rounds,
-            # sharded: reduce-scatter, then the all-gather of the stepped shards (sync/zero_ring.py's
-            # ring, sync/zero_halving.py's halving and doubling); the same bytes as an all-reduce
-            "zero-ring": ring_rounds, "zero-halving": zero_halving_rounds}
+def _with_broadcast(reduce: list[Round], across: list[Round]) -> list[Round]:
+    """The node reduce, the leaders' stage, then the reduce's messages reversed without reduction."""
+    return reduce + across + [Round(r.dst, r.src, r.nbytes, r.times) for r in reversed(reduce)]
+
+
+def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
+    """sync/hier.py: binomial reduce to each node's lowest rank, the leaders' rd (up to 16 KiB)
+    or Rabenseifner, binomial broadcast back; every node's tree runs in the same rounds."""
+    nodes = nodes_of(plat, p)
+    return _with_broadcast(_tree_stage(nodes, n), _leaders_stage(nodes, n))
+
+
+def _stage_s(plat: Platform, stage: list[Round], p: int) -> float:
+    return sum(round_s(plat, r, p) for r in _with_broadcast(stage, []))
+
+
+def pipelines(plat: Platform, p: int, n: float) -> bool:
+    """Whether hier-pipelined's node stage is the segmented chain, else hier's tree: the faster of
+    the two, as a library switches by size (for small buffers the chain's L - 1 fill steps cost
+    more than the tree's log2 L)."""
+    nodes = nodes_of(plat, p)
+    chain = _chain_stage(nodes, n)
+    return bool(chain) and _stage_s(plat, chain, p) < _stage_s(plat, _tree_stage(nodes, n), p)
+
+
+def hier_pipelined_rounds(plat: Platform, p: int, n: float) -> list[Round]:
+    """Modelled only (HCOLL-like): hier with the node stage a segmented chain, reduce up and
+    broadcast down, where that is faster than hier's binomial tree; the same leaders' stage."""
+    nodes = nodes_of(plat, p)
+    stage = _chain_stage(nodes, n) if pipelines(plat, p, n) else _tree_stage(nodes, n)
+    return _with_broadcast(stage, _leaders_stage(nodes, n))
+
+
 FAR_FIRST = {"zero-halving": "zero-halving halves far partners first in rank order (each rank ends on its own shard)"}
-STRATEGIES = (*PATTERNS, "hier", "auto", "native")
+STRATEGIES = (*PATTERNS, "hier", "auto", "native", *MODELLED_ONLY)
+HIERARCHICAL = {"hier": hier_rounds, "hier-pipelined": hier_pipelined_rounds}
 
 
 def strategy_rounds(plat: Platform, strategy: str, p: int, nbytes: float) -> list[Round]:
-    if strategy == "hier":
-        return hier_rounds(plat, p, nbytes)
+    if strategy in HIERARCHICAL:
+        return HIERARCHICAL[strategy](plat, p, nbytes)
     return PATTERNS[strategy](p, nbytes)
 
 
@@ -243,9 +210,10 @@ def reduction_s(plat: Platform, strategy: str, p: int, nbytes: float) -> float:
 
 
 def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
-    """Plain sentences on what shapes the figure: a topology predicted as full bisection, and an
-    algorithm whose largest messages go through a NIC several at once (rank order against
-    placement), when moving those bytes through the NIC is at least a quarter of the time."""
+    """Plain sentences on what shapes the figure: a topology predicted as full bisection, which
+    library each hier variant stands for where their node stages differ, and an algorithm whose
+    largest messages go through a NIC several at once (rank order against placement), when moving
+    those bytes through the NIC is at least a quarter of the time."""
     out = []
     if plat.topology not in FULL_BISECTION and p > max(plat.ranks_per_node, 1):
         out.append(f"{plat.topology}: links beyond the NICs are not modelled (predicted as full bisection)")
@@ -253,6 +221,7 @@ def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
     if p <= 1 or total <= 0:
         return out
     name = resolve(plat, strategy, p, nbytes)
+    out += _hier_notes(plat, name, p, nbytes)
     rounds_ = [r for r in strategy_rounds(plat, name, p, nbytes) if len(r.src)]
     largest = max(r.nbytes for r in rounds_)
     big = [(r, nic_load_bytes(plat, r, p)) for r in rounds_ if r.nbytes == largest]
@@ -265,6 +234,27 @@ def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
                    f"({plat.placement} placement, {plat.ranks_per_node} ranks per node): "
                    f"{share:.0%} of the time{why}")
     return out
+
+
+def _hier_notes(plat: Platform, name: str, p: int, nbytes: float) -> list[str]:
+    """Where each hier variant is meant: hier runs (sync/hier.py, whole buffers in a tree);
+    hier-pipelined stands for a library that segments inside the node and is never run."""
+    widest = max(len(g) for g in nodes_of(plat, p))
+    if name not in HIERARCHICAL or widest < 2:
+        return []
+    chain = pipelines(plat, p, nbytes)
+    if name == "hier-pipelined" and chain:
+        return [f"hier-pipelined (modelled only, not runnable): a library that reduces inside a node in "
+                f"segments through shared memory (HCOLL); node stage a chain of {widest} ranks, "
+                f"{segments(nbytes)} segments of {nbytes / segments(nbytes):.0f} B"]
+    if name == "hier-pipelined":
+        return [f"hier-pipelined (modelled only, not runnable): node stage hier's binomial tree here "
+                f"(a chain of {widest} ranks would take longer at this size)"]
+    if chain:
+        piped_s = sync_s(plat, "hier-pipelined", p, nbytes)
+        return [f"hier: node stage a binomial tree of whole buffers, as sync/hier.py runs; a library that "
+                f"segments inside a node (HCOLL) is hier-pipelined: {piped_s * 1e6:.4g} us here"]
+    return []
 
 
 def tree_s(plat: Platform, p: int, nbytes: float = 64.0) -> float:
