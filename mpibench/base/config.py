@@ -12,7 +12,7 @@ class UsageError(Exception):
 
 @dataclass(frozen=True)
 class RunConfig:
-    strategy: str = "native"
+    strategy: str = "native"  # sync.registry.BASELINE (this layer is below the registry; a test holds them equal)
     scenario: str = "none"
     steps: int = 24
     seed: int = 0

@@ -11,6 +11,8 @@ from mpibench.base.config import UsageError
 from mpibench.base.parsing import parse_list
 
 from mpibench.selftest import COMMAND_HELP as SELFTEST_HELP
+from mpibench.sim.rounds import MODELLED_ONLY
+from mpibench.sim.table import TABLE_STRATEGIES
 
 from .options import out_options, out_request, with_options
 from .usage import could_not_run
@@ -204,8 +206,8 @@ def _selftest_sim(request) -> int:
 @click.option("--sizes", default=None, help="comma-separated bytes, K/M/G suffixes [table: 8,64K,64M; run: "
                                             "the run's gradient and 100M]")
 @click.option("--strategies", default=None,
-              help="table only: comma-separated [ring,ps,rd,rabenseifner,hier,auto,native; "
-                   "modelled only: hier-pipelined]")
+              help=f"table only: comma-separated [{','.join(TABLE_STRATEGIES)}; "
+                   f"modelled only: {','.join(MODELLED_ONLY)}]")
 @click.option("--placement", type=click.Choice(["block", "cyclic"]), default=None,
               help="ranks onto nodes: block (rank order) or cyclic (dealt round the nodes) [the platform's]")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="table only: also write the rows to this CSV")

@@ -10,6 +10,8 @@ from mpibench.base.config import UsageError
 
 from . import driver_commands, job_commands, offline_commands
 from .parse_only import parse_arguments_only, parse_only_requested
+from mpibench.sync.registry import BASELINE
+
 from .options import config_from, engine_options, out_request, run_options
 from .selflaunch import DEFAULT_RANKS, launch_main_job, under_launcher
 from .usage import fail_usage, guarded, launched_size
@@ -74,10 +76,10 @@ def main(ctx, engine, ranks, np_ranks, platform, **kw):
     if engine == "sim":
         from mpibench.sim.cli_entry import simulated_main_job
 
-        sys.exit(simulated_main_job(lambda: config_from("native", "none", **kw),
+        sys.exit(simulated_main_job(lambda: config_from(BASELINE, "none", **kw),
                                     lambda c: out_request(kw, "main", c.seed), ranks, platform,
                                     job_commands.parse_run_args))
-    config = config_from("native", "none", **kw)
+    config = config_from(BASELINE, "none", **kw)
     request = out_request(kw, "main", config.seed)
     if not under_launcher():
         sys.exit(launch_main_job(np_ranks, sys.argv[1:]))

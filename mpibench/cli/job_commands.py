@@ -10,14 +10,14 @@ from mpibench.base.config import RunConfig, UsageError
 from mpibench.base.mpi_threads import DEFAULT_LEVEL as DEFAULT_THREAD_LEVEL, LEVELS as THREAD_LEVELS
 from mpibench.base.page_policies import DEFAULT_POLICY as DEFAULT_PAGE_POLICY, POLICIES as PAGE_POLICIES
 from mpibench.base.parsing import parse_list, parse_size
-from mpibench.sync.registry import strategy_options
+from mpibench.sync.registry import BASELINE, strategy_options
 
 from .options import DEVICES, config_from, engine_options, out_options, out_request, run_options, shared_out, with_options
 from .usage import guarded
 
 
 @click.command()
-@click.option("--strategy", default="native", show_default=True,
+@click.option("--strategy", default=BASELINE, show_default=True,
               help="a name from 'python -m mpibench strategies', or package.module:Class")
 @click.option("--scenario", default="none", show_default=True,
               help="a named scenario (see 'scenarios') or a TOML schedule file")

@@ -124,8 +124,10 @@ def _replicated_refusal(strategy: str, name: str, schedule, kills: list, rejoins
     """HSDP hands a dead owner's state over from its replica: refused only where one step's deaths
     (before the handover after them commits) take every holder of a shard, or a worker rejoins.
     A death after applying may surface at the next step, so it is counted with that step's too."""
-    from mpibench.sync.hsdp import lost_shards
-
+    lost_shards = getattr(lookup(strategy).cls, "lost_shards", None)  # the replicated layout's rule
+    if lost_shards is None:
+        return (f"{strategy} with --momentum: it declares replicas but no lost_shards(members, dead), so "
+                "which optimizer state survives a death cannot be told")
     if rejoins:
         return (f"{strategy} with --momentum cannot run {name}: a worker that rejoins (a cut, a dropped "
                 "straggler) holds stale optimizer state, and the handover cannot tell it from the replica's")

@@ -35,7 +35,7 @@ from typing import Iterator
 
 from mpibench.drive.cases import Case
 from mpibench.faults.schedule import Delay, Kill, Partition, Schedule, validate
-from mpibench.sync.registry import lookup
+from mpibench.sync.registry import CHECKED, lookup
 
 STRAGGLER_DEADLINE_S = 0.15
 LATE_S = 0.6
@@ -44,14 +44,14 @@ LATE_S = 0.6
 @dataclass(frozen=True)
 class ExhaustivePlan:
     workers: tuple[int, ...] = (2, 3, 4)
-    strategies: tuple[str, ...] = ("ring",)
+    strategies: tuple[str, ...] = CHECKED[:1]
     steps: int = 4
     fault_steps: int = 3
     recoveries: tuple[str, ...] = ("shrink",)
     pairs: bool = True
     momentum: float = 0.0  # > 0: optimizer state in every case; refused schedules left out
 
-    def kill_points(self, p: int, strategy: str = "ring") -> list[Kill]:
+    def kill_points(self, p: int, strategy: str = CHECKED[0]) -> list[Kill]:
         phases = ["before_compute"] + [("mid_reduction", k) for k in range(1, 2 * (p - 1) + 1)] + \
                  ["after_reduce", "after_apply"]
         if lookup(strategy).sharding_kind:  # only a sharded strategy has an all-gather to die in
@@ -64,7 +64,7 @@ class ExhaustivePlan:
                 points.append(Kill(w, s, phase))
         return points
 
-    def schedules(self, p: int, strategy: str = "ring") -> Iterator[tuple[str, tuple, tuple]]:
+    def schedules(self, p: int, strategy: str = CHECKED[0]) -> Iterator[tuple[str, tuple, tuple]]:
         """(label, events, schedule options) for world size ``p`` under ``strategy``."""
         singles = self.kill_points(p, strategy)
         for k in singles:

@@ -2,7 +2,8 @@
 
 Running the worker loop itself for p = 4096 simulated processes would take
 hours in Python, so at scale the simulation plays out what the strategies
-send instead: each strategy is a sequence of *rounds*, each round a set of
+send instead: each strategy is a sequence of *rounds* (its record's ``message_rounds``,
+mpibench/sync/patterns.py), each round a set of
 messages (source rank, destination rank, bytes) that the strategy's code
 sends at the same time (the ring's neighbour exchanges, the parameter
 server's shifted all-to-all, recursive doubling's and halving's partner
@@ -26,8 +27,12 @@ import math
 
 import numpy as np
 
-from .patterns import (PATTERNS, Round, on_ranks, ps_rounds, rabenseifner_rounds, rd_rounds,  # noqa: F401 - re-exported
-                       ring_rounds, zero_halving_rounds)
+from mpibench.sync.hier import SMALL_BUCKET_BYTES
+from mpibench.sync.patterns import (Round, leaders_stage, on_ranks, ps_rounds,  # noqa: F401 - re-exported
+                                    rabenseifner_rounds, rd_rounds, ring_rounds, tree_stage, with_broadcast,
+                                    zero_halving_rounds)
+from mpibench.sync.registry import BUILTIN, lookup
+
 from .platform import FULL_BISECTION, Platform
 
 _COUNTS: dict[tuple, tuple[int, bool, bool]] = {}  # (per node, placement, p, pattern) -> counts
@@ -87,26 +92,13 @@ def nodes_of(plat: Platform, p: int) -> list[np.ndarray]:
     return sorted(groups, key=lambda g: int(g[0]))
 
 
-HIER_SMALL_BYTES = 16 << 10  # sync/hier.py's SMALL_BUCKET_BYTES: leaders use rd up to here
+HIER_SMALL_BYTES = SMALL_BUCKET_BYTES  # hier-pipelined's leaders, as hier's: rd up to here
 # hier-pipelined's segment, fixed in bytes as a library's is (not fitted per platform or size):
 # HCOLL does not state its shared-memory fragment size, so this is Open MPI coll/sm's default
 # fragment_size, the figure of another library that reduces through shared memory in fragments.
 SEGMENT_BYTES = 8 << 10
 # Predicted, never run: no class in mpibench/sync, so ``run`` refuses these names.
 MODELLED_ONLY = ("hier-pipelined",)
-
-
-def _tree_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
-    """The binomial reduce of whole buffers to each node's lowest rank, every node in the same rounds."""
-    widest = max(len(g) for g in nodes)
-    reduce = []
-    mask = 1
-    while mask < widest:  # position i with lowest set bit ``mask`` sends its partial sum to i - mask
-        src = np.concatenate([g[mask::2 * mask] for g in nodes])
-        dst = np.concatenate([g[0::2 * mask][:len(g[mask::2 * mask])] for g in nodes])
-        reduce.append(Round(src, dst, n, 1, n))
-        mask <<= 1
-    return reduce
 
 
 def segments(n: float) -> int:
@@ -127,27 +119,8 @@ def _chain_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
     return [Round(src, dst, piece, widest - 2 + segments(n), piece)]
 
 
-def _leaders_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
-    """sync/hier.py's leaders: rd up to 16 KiB, Rabenseifner above, among each node's lowest rank."""
-    leaders = np.array([int(g[0]) for g in nodes])
-    inter = rd_rounds if n <= HIER_SMALL_BYTES else rabenseifner_rounds
-    return on_ranks(leaders, inter(len(leaders), n)) if len(leaders) > 1 else []
-
-
-def _with_broadcast(reduce: list[Round], across: list[Round]) -> list[Round]:
-    """The node reduce, the leaders' stage, then the reduce's messages reversed without reduction."""
-    return reduce + across + [Round(r.dst, r.src, r.nbytes, r.times) for r in reversed(reduce)]
-
-
-def hier_rounds(plat: Platform, p: int, n: float) -> list[Round]:
-    """sync/hier.py: binomial reduce to each node's lowest rank, the leaders' rd (up to 16 KiB)
-    or Rabenseifner, binomial broadcast back; every node's tree runs in the same rounds."""
-    nodes = nodes_of(plat, p)
-    return _with_broadcast(_tree_stage(nodes, n), _leaders_stage(nodes, n))
-
-
 def _stage_s(plat: Platform, stage: list[Round], p: int) -> float:
-    return sum(round_s(plat, r, p) for r in _with_broadcast(stage, []))
+    return sum(round_s(plat, r, p) for r in with_broadcast(stage, []))
 
 
 def pipelines(plat: Platform, p: int, n: float) -> bool:
@@ -156,41 +129,46 @@ def pipelines(plat: Platform, p: int, n: float) -> bool:
     more than the tree's log2 L)."""
     nodes = nodes_of(plat, p)
     chain = _chain_stage(nodes, n)
-    return bool(chain) and _stage_s(plat, chain, p) < _stage_s(plat, _tree_stage(nodes, n), p)
+    return bool(chain) and _stage_s(plat, chain, p) < _stage_s(plat, tree_stage(nodes, n), p)
 
 
 def hier_pipelined_rounds(plat: Platform, p: int, n: float) -> list[Round]:
     """Modelled only (HCOLL-like): hier with the node stage a segmented chain, reduce up and
     broadcast down, where that is faster than hier's binomial tree; the same leaders' stage."""
     nodes = nodes_of(plat, p)
-    stage = _chain_stage(nodes, n) if pipelines(plat, p, n) else _tree_stage(nodes, n)
-    return _with_broadcast(stage, _leaders_stage(nodes, n))
+    stage = _chain_stage(nodes, n) if pipelines(plat, p, n) else tree_stage(nodes, n)
+    return with_broadcast(stage, leaders_stage(nodes, n, HIER_SMALL_BYTES))
 
 
-FAR_FIRST = {"zero-halving": "zero-halving halves far partners first in rank order (each rank ends on its own shard)"}
-STRATEGIES = (*PATTERNS, "hier", "auto", "native", *MODELLED_ONLY)
-HIERARCHICAL = {"hier": hier_rounds, "hier-pipelined": hier_pipelined_rounds}
+MODELLED = {"hier-pipelined": hier_pipelined_rounds}  # the MODELLED_ONLY names' rounds
+# Every built-in the model can price: its own rounds, or strategies that stand for it.
+STRATEGIES = (*(name for name, cls in BUILTIN.items() if cls.message_rounds(2, 1.0, [np.arange(2)]) is not None
+                or cls.modelled_as(1.0)), *MODELLED_ONLY)
+
+
+def _record(strategy: str):
+    return lookup(strategy).cls
 
 
 def strategy_rounds(plat: Platform, strategy: str, p: int, nbytes: float) -> list[Round]:
-    if strategy in HIERARCHICAL:
-        return HIERARCHICAL[strategy](plat, p, nbytes)
-    return PATTERNS[strategy](p, nbytes)
-
-
-def auto_choice(plat: Platform, p: int, nbytes: float) -> str:
-    """What ``auto`` takes: the faster of rd and rabenseifner, as it finds by timing them."""
-    return min(("rd", "rabenseifner"), key=lambda s: sync_s(plat, s, p, nbytes))
+    """The rounds of ``strategy`` itself (its record's ``message_rounds``, a plugin's too)."""
+    if strategy in MODELLED:
+        return MODELLED[strategy](plat, p, nbytes)
+    found = _record(strategy).message_rounds(p, nbytes, nodes_of(plat, p))
+    if found is None:
+        raise ValueError(f"{strategy} has no message rounds of its own (see SyncStrategy.message_rounds)")
+    return found
 
 
 def resolve(plat: Platform, strategy: str, p: int, nbytes: float) -> str:
-    """The algorithm that runs: ``auto``'s choice; ``native`` is Open MPI's choice by size
-    (rd small, rabenseifner large)."""
-    if strategy == "auto":
-        return auto_choice(plat, p, nbytes)
-    if strategy == "native":
-        return "rd" if nbytes <= 10 << 10 else "rabenseifner"
-    return strategy
+    """The algorithm that runs: the strategy itself, or the fastest of those its record says stand
+    for it (``auto``'s candidates, as it finds by timing them; ``native``: Open MPI's by size)."""
+    if strategy in MODELLED:
+        return strategy
+    stand_ins = _record(strategy).modelled_as(nbytes)
+    if not stand_ins:
+        return strategy
+    return min(stand_ins, key=lambda s: sync_s(plat, s, p, nbytes))
 
 
 def sync_s(plat: Platform, strategy: str, p: int, nbytes: float) -> float:
@@ -229,7 +207,8 @@ def notes(plat: Platform, strategy: str, p: int, nbytes: float) -> list[str]:
     share = sum(load / plat.net_bytes_per_s * r.times for r, load in big) / total
     if big and share >= 0.25:
         at_once = round(max(load for _, load in big) / largest)
-        why = f"; {FAR_FIRST[name]}" if name in FAR_FIRST else ""
+        note = "" if name in MODELLED else _record(name).nic_note
+        why = f"; {note}" if note else ""
         out.append(f"{name}: its largest messages ({largest:.0f} B) cross a NIC {at_once} at once "
                    f"({plat.placement} placement, {plat.ranks_per_node} ranks per node): "
                    f"{share:.0%} of the time{why}")
@@ -240,7 +219,7 @@ def _hier_notes(plat: Platform, name: str, p: int, nbytes: float) -> list[str]:
     """Where each hier variant is meant: hier runs (sync/hier.py, whole buffers in a tree);
     hier-pipelined stands for a library that segments inside the node and is never run."""
     widest = max(len(g) for g in nodes_of(plat, p))
-    if name not in HIERARCHICAL or widest < 2:
+    if not (name in MODELLED or _record(name).topology_aware) or widest < 2:
         return []
     chain = pipelines(plat, p, nbytes)
     if name == "hier-pipelined" and chain:

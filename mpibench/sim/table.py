@@ -20,7 +20,7 @@ from mpibench.base.records import CsvLog
 from . import rounds
 from .platform import Platform
 
-TABLE_STRATEGIES = ("ring", "ps", "rd", "rabenseifner", "hier", "auto", "native", "zero-ring", "zero-halving")
+TABLE_STRATEGIES = tuple(s for s in rounds.STRATEGIES if s not in rounds.MODELLED_ONLY)  # the runnable ones
 
 
 @dataclass(frozen=True)

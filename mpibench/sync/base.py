@@ -158,6 +158,23 @@ class SyncStrategy(ABC):
     # one line printed beside each modelled figure on how cost_s sees the algorithm.
     cost_assumption: str = ""
 
+    # The simulator's and predict's reading of a strategy: its messages as rounds, or the
+    # strategies that stand for it, and why its largest messages crowd a NIC where they do.
+    nic_note: str = ""
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list | None:
+        """This strategy's messages for ``nbytes`` on ``p`` ranks as rounds (sync/patterns.py),
+        ``nodes`` the ranks of each node; None when it has none of its own (see ``modelled_as``),
+        and then without ``modelled_as`` the simulator and predict cannot price it."""
+        return None
+
+    @staticmethod
+    def modelled_as(nbytes: float) -> tuple[str, ...]:
+        """The strategies whose patterns stand for this one's at ``nbytes`` (the model takes the
+        fastest of them): for a strategy that picks its algorithm as it runs."""
+        return ()
+
     @staticmethod
     def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:
         """The size of the messages this strategy sends for ``nbytes`` on ``p`` ranks, which

@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from . import plans, segments
+from . import patterns, plans, segments
 from .bucketed import (BucketedStrategy, Compiled, halving_doubling_rounds,
                        rd_rounds)
 from .rabenseifner import rabenseifner_cost_s
@@ -45,6 +45,11 @@ class Hierarchical(BucketedStrategy):
     option_names = ("bucket_bytes", "ranks_per_node")
     tag = 51
     topology_aware = True
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+        """A tree in each node, the leaders' rd up to SMALL_BUCKET_BYTES or Rabenseifner above."""
+        return patterns.hier_rounds(nodes, nbytes, SMALL_BUCKET_BYTES)
     cost_assumption = ("hier: binomial reduce and broadcast inside a node (all ranks on one node unless "
                        "ranks_per_node is given), the leaders' all-reduce across nodes")
 

@@ -114,6 +114,7 @@ class Hsdp(sharding.ShardedStrategy):
     cost_assumption = ("hsdp: a reduce-scatter and all-gather within each half of the group, "
                        "and one swap of each shard with its replica")
     tag = _TAG
+    lost_shards = staticmethod(lost_shards)  # which shards' state a set of deaths leaves with no holder
 
     def __init__(self, comm, backend, n_params, options=None):
         super().__init__(comm, backend, n_params, options)

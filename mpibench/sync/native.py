@@ -29,6 +29,10 @@ class NativeAllreduce(SyncStrategy):
     bench_rows = ("blocking", "c_floor", "anchor")
     cost_assumption = "native: recursive doubling up to 10 KiB, reduce-scatter + allgather above"
     baseline = True
+
+    @staticmethod
+    def modelled_as(nbytes: float) -> tuple[str, ...]:
+        return ("rd",) if nbytes <= SMALL_BYTES else ("rabenseifner",)  # Open MPI's choice by size
     bench_label = "in-step sync: Iallreduce polled against the deadline, plus a copy"
 
     @staticmethod

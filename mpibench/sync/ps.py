@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from mpibench.base.aggregate import place_pieces
-from . import segments
+from . import patterns, segments
 from .base import Reduction, SyncStrategy
 
 _PUSH_TAG, _PULL_TAG = 21, 22
@@ -89,6 +89,10 @@ class ParameterServer(SyncStrategy):
     cost_assumption = "PS: the k servers are among the workers and a rank's own piece never travels"
     in_main_job = True
     bench_label = "in-step sync: parameter server"
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+        return patterns.ps_rounds(p, nbytes)
 
     @staticmethod
     def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from . import plans, segments
+from . import patterns, plans, segments
 from .bucketed import BucketedStrategy, Compiled, halving_doubling_rounds
 from .rd import _buckets, fold_cost_s
 
@@ -30,6 +30,10 @@ class Rabenseifner(BucketedStrategy):
     option_names = ("bucket_bytes",)
     tag = 41
     cost_assumption = "rabenseifner: 2 log2 q rounds moving 2(q-1)/q of the buffer, with rd's fold of a non-power-of-two p"
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+        return patterns.rabenseifner_rounds(p, nbytes)
 
     @staticmethod
     def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from . import plans, segments
+from . import patterns, plans, segments
 from .bucketed import BucketedStrategy, Compiled, rd_rounds
 
 
@@ -26,6 +26,10 @@ class RecursiveDoubling(BucketedStrategy):
     tag = 31
     cost_assumption = ("rd: log2 q whole-buffer rounds, folding a non-power-of-two p onto q = 2^floor(log2 p) "
                        "with one whole-buffer message in and one out")
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+        return patterns.rd_rounds(p, nbytes)
 
     @staticmethod
     def message_bytes(p: int, nbytes: float, options: dict | None = None) -> float:

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from . import segments
+from . import patterns, segments
 from .base import Reduction, SyncStrategy
 
 DEFAULT_BUCKET_BYTES = 25 << 20  # DDP's default bucket_cap_mb
@@ -102,6 +102,10 @@ class RingAllreduce(SyncStrategy):
     cost_assumption = "ring: reduce-scatter then allgather over p segments per bucket"
     in_main_job = True
     bench_label = "in-step sync: ring all-reduce (reduce-scatter + all-gather)"
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+        return patterns.ring_rounds(p, nbytes)
 
     @staticmethod
     def cost_s(cal, p: int, nbytes: float, options: dict | None = None) -> float:

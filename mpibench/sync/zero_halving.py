@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from . import plans, segments, sharding
+from . import patterns, plans, segments, sharding
 from .bucketed import fold_in, fold_out, views
 from .rd import fold_cost_s
 from .rounds import Round, compact
@@ -66,6 +66,11 @@ class ZeroHalving(sharding.ShardedStrategy):
     summary = "sharded (ZeRO-2): reduce-scatter by recursive halving, sharded step, all-gather by doubling"
     option_names = ()
     cost_assumption = "zero-halving: rabenseifner's halving and doubling with its fold, the step between them"
+    nic_note = "zero-halving halves far partners first in rank order (each rank ends on its own shard)"
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+        return patterns.zero_halving_rounds(p, nbytes)
     tag = _TAG
 
     def __init__(self, comm, backend, n_params, options=None):

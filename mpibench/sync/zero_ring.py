@@ -19,7 +19,7 @@ buffer, an all-reduce; ``reduce_scatter`` and ``all_gather`` time them apart.
 """
 from __future__ import annotations
 
-from . import segments, sharding
+from . import patterns, segments, sharding
 from .rounds import Round, compact
 
 _TAG = 51
@@ -61,6 +61,10 @@ class ZeroRing(sharding.ShardedStrategy):
     summary = "sharded (ZeRO-2): ring reduce-scatter, each rank steps its own shard, ring all-gather"
     option_names = ()
     cost_assumption = "zero-ring: a ring reduce-scatter and a ring all-gather, one ring all-reduce's traffic"
+
+    @staticmethod
+    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+        return patterns.ring_rounds(p, nbytes)
     tag = _TAG
 
     def __init__(self, comm, backend, n_params, options=None):

@@ -84,7 +84,9 @@ def run_job(launcher: Launcher, placement: Placement, args: list[str], out: Path
     result = JobResult(proc.returncode, stdout, stderr, out, time.monotonic() - started,
                        driver.timeline if driver else None)
     if partition is not None and out.is_dir():
-        strategy = _option(args, "--strategy", "native")
+        from mpibench.sync.registry import BASELINE
+
+        strategy = _option(args, "--strategy", BASELINE)  # run's default
         write_netfaults(out, NETWORK_SCENARIO + ".toml", strategy, partition,
                         placement.ranks_per_host, driver.timeline)
     return result

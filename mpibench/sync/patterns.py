@@ -1,7 +1,9 @@
-"""Flat all-reduce patterns as message rounds: who sends how many bytes to whom in each round
-and how often the round repeats, for p ranks, before any platform is applied (timing them on a
-platform is :mod:`.rounds`' job). Each function mirrors the send order of its strategy in
-``mpibench/sync``.
+"""All-reduce patterns as message rounds: who sends how many bytes to whom in each round and how
+often the round repeats, for p ranks, before any platform is applied (timing them on a platform
+is mpibench.sim.rounds' job). Each function mirrors the send order of a strategy in this
+package, and each strategy names its own in ``message_rounds`` (sync/base.py): the simulator
+and ``predict`` read a strategy's messages from its record. The node stages take the ranks of
+each node (lowest first), as the platform places them.
 """
 from __future__ import annotations
 
@@ -100,7 +102,32 @@ def on_ranks(ranks: np.ndarray, rounds: list[Round]) -> list[Round]:
     return [Round(ranks[r.src], ranks[r.dst], r.nbytes, r.times, r.reduced_bytes) for r in rounds]
 
 
-PATTERNS = {"ring": ring_rounds, "ps": ps_rounds, "rd": rd_rounds, "rabenseifner": rabenseifner_rounds,
-            # sharded: reduce-scatter, then the all-gather of the stepped shards (sync/zero_ring.py's
-            # ring, sync/zero_halving.py's halving and doubling); the same bytes as an all-reduce
-            "zero-ring": ring_rounds, "zero-halving": zero_halving_rounds}
+def tree_stage(nodes: list[np.ndarray], n: float) -> list[Round]:
+    """The binomial reduce of whole buffers to each node's lowest rank, every node in the same rounds."""
+    widest = max(len(g) for g in nodes)
+    reduce = []
+    mask = 1
+    while mask < widest:  # position i with lowest set bit ``mask`` sends its partial sum to i - mask
+        src = np.concatenate([g[mask::2 * mask] for g in nodes])
+        dst = np.concatenate([g[0::2 * mask][:len(g[mask::2 * mask])] for g in nodes])
+        reduce.append(Round(src, dst, n, 1, n))
+        mask <<= 1
+    return reduce
+
+
+def leaders_stage(nodes: list[np.ndarray], n: float, small_bytes: float) -> list[Round]:
+    """The all-reduce among each node's lowest rank: rd up to ``small_bytes``, Rabenseifner above."""
+    leaders = np.array([int(g[0]) for g in nodes])
+    inter = rd_rounds if n <= small_bytes else rabenseifner_rounds
+    return on_ranks(leaders, inter(len(leaders), n)) if len(leaders) > 1 else []
+
+
+def with_broadcast(reduce: list[Round], across: list[Round]) -> list[Round]:
+    """The node reduce, the leaders' stage, then the reduce's messages reversed without reduction."""
+    return reduce + across + [Round(r.dst, r.src, r.nbytes, r.times) for r in reversed(reduce)]
+
+
+def hier_rounds(nodes: list[np.ndarray], n: float, small_bytes: float) -> list[Round]:
+    """Binomial reduce to each node's lowest rank, the leaders' all-reduce, binomial broadcast back;
+    every node's tree runs in the same rounds."""
+    return with_broadcast(tree_stage(nodes, n), leaders_stage(nodes, n, small_bytes))
