@@ -83,7 +83,7 @@ def refusal_row(cell: Cell, returncode, stderr: str, folder_made: bool) -> dict:
     """A refused combination passes only as exit 2 with one error line and no output folder."""
     lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("[")]
     said = lines[-1] if lines else ""
-    ok = returncode == 2 and said.startswith("mpibench: error:") and "--momentum" in said and not folder_made
+    ok = returncode == 2 and said.startswith("mpibench: error:") and "optimizer state" in said and not folder_made
     return row(cell, "refused", "refused" if ok else f"not refused (exit {returncode}{', folder made' if folder_made else ''})",
                first=said[:200])
 

@@ -30,6 +30,11 @@ class RunConfig:
     straggler_deadline: float = 0.0  # 0: wait for stragglers
     deadline_s: float = 30.0
     momentum: float = 0.0  # SGD momentum; 0: plain SGD, no optimizer state
+    optimizer: str = "sgd"  # sgd (stateless unless --momentum), adam or adamw (state: m, v, t)
+    beta1: float = 0.9  # adam/adamw: decay of the first moment m
+    beta2: float = 0.999  # adam/adamw: decay of the second moment v
+    adam_eps: float = 1e-8  # adam/adamw: added to sqrt(v_hat) in the denominator
+    weight_decay: float = 0.0  # adamw: decoupled (theta -= lr wd theta); adam: wd theta added to the gradient
     # MODULE:NAME of a run-parts plugin (mpibench.job.parts.parts_for); '': the production parts.
     # A field, so that every replay, batch plan and run.json carries it like any other option.
     run_parts: str = ""
@@ -49,7 +54,31 @@ class RunConfig:
             raise UsageError(f"--lr must be positive, got {self.lr}")
         if not (math.isfinite(self.momentum) and 0 <= self.momentum < 1):
             raise UsageError(f"--momentum must be at least 0 and below 1, got {self.momentum}")
+        self._check_optimizer()
         self._check_counts()
+
+    def _check_optimizer(self) -> None:
+        """The optimizer and its settings (part of check_values): each setting only where it applies."""
+        import math
+
+        if self.optimizer not in OPTIMIZERS:
+            raise UsageError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        for name in ("beta1", "beta2"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value < 1):
+                raise UsageError(f"--{name} must be at least 0 and below 1, got {value}")
+        if not (math.isfinite(self.adam_eps) and self.adam_eps > 0):
+            raise UsageError(f"--adam-eps must be a positive finite number, got {self.adam_eps}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise UsageError(f"--weight-decay must be 0 or a positive finite number, got {self.weight_decay}")
+        if self.optimizer == "sgd":
+            for name in ADAM_SETTINGS:
+                if getattr(self, name) != getattr(RunConfig, name):
+                    raise UsageError(f"--{name.replace('_', '-')} needs --optimizer adam or adamw "
+                                     "(sgd takes --momentum only)")
+        elif self.momentum:
+            raise UsageError(f"--momentum is SGD's: --optimizer {self.optimizer} keeps its own first moment "
+                             "(--beta1)")
 
     def _check_counts(self) -> None:
         """Counts, sizes and deadlines in range (part of check_values)."""
@@ -92,6 +121,15 @@ class RunConfig:
             if f.name not in shown and value != getattr(default, f.name):
                 args += ["--" + f.name.replace("_", "-"), str(value)]
         return args
+
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+ADAM_SETTINGS = ("beta1", "beta2", "adam_eps", "weight_decay")  # what --optimizer adam and adamw take
+
+
+def has_optimizer_state(config) -> bool:
+    """Whether the run's optimizer keeps state between steps (momentum above 0, adam, adamw)."""
+    return getattr(config, "optimizer", "sgd") != "sgd" or bool(config.momentum)
 
 
 # The shortest --deadline-s accepted: below it, waits that a healthy step needs time out.

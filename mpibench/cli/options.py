@@ -5,7 +5,7 @@ import os
 
 import click
 
-from mpibench.base.config import RunConfig, UsageError
+from mpibench.base.config import OPTIMIZERS, RunConfig, UsageError
 from mpibench.base.parsing import parse_size
 
 DEVICES = ["cpu", "gpu", "auto", "emulated"]
@@ -35,6 +35,14 @@ def run_options(func):
         click.option("--momentum", type=float, default=d.momentum, show_default=True,
                      help="SGD momentum (0: plain SGD; above 0 the optimizer keeps state, cut as a sharded "
                           "strategy cuts the step)"),
+        click.option("--optimizer", type=click.Choice(list(OPTIMIZERS)), default=d.optimizer, show_default=True,
+                     help="sgd (with --momentum), adam or adamw: these keep m, v and a step count as state"),
+        click.option("--beta1", type=float, default=d.beta1, show_default=True, help="adam/adamw: first-moment decay"),
+        click.option("--beta2", type=float, default=d.beta2, show_default=True, help="adam/adamw: second-moment decay"),
+        click.option("--adam-eps", type=float, default=d.adam_eps, show_default=True,
+                     help="adam/adamw: added to sqrt(v_hat)"),
+        click.option("--weight-decay", type=float, default=d.weight_decay, show_default=True,
+                     help="adamw: decoupled, theta -= lr*wd*theta; adam: wd*theta added to the gradient"),
         click.option("--bucket-bytes", default=str(d.bucket_bytes), show_default=True,
                      help="ring all-reduce bucket cap (4K, 1M, ...)"),
         click.option("--ps-shards", type=int, default=d.ps_shards, show_default=True,

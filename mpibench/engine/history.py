@@ -119,7 +119,7 @@ class AttemptRecord:
     full_after: np.ndarray | str | None  # the parameters after the reduction (contributors)
     losses: np.ndarray | str | None  # per-sample losses of this worker's batch (contributors)
     algorithm: str | None = None  # what a choosing strategy reduced with (auto:rd, hier[...])
-    optimizer: list | None = None  # [offset, length, base64 float32 state] held after the step (--momentum)
+    optimizer: list | None = None  # [offset, length, base64 float32 state..., t (adam)] held after the step
     sharding: dict | None = None  # sharded strategies: shards, owners, owned, stepped and gathered digests
 
 

@@ -27,7 +27,7 @@ from mpibench.sync.registry import options_of
 from .data import Cursor, Dataset, ShardWalker, next_cursor
 from .history import AttemptRecord, DigestCache, NoHistory, count_value, params_digest
 from .sharded_evidence import optimizer_evidence, sharding_evidence
-from .optimizer import MomentumState
+from .optimizer import make_optimizer
 from .model import MLP, Shapes, init_params
 from .recovery_hooks import Recovery
 from .steprecord import StepTimes, moments as _moments, record_step
@@ -112,7 +112,7 @@ class Trainer:
         self.known_cursors: dict[int, Cursor] = {w: Cursor() for w in range(world_size)}
         self.known_cursors.update(known_cursors or {})
         self.known_cursors[comm.worker_id] = self.cursor
-        self.optimizer = MomentumState(config.momentum, self.params) if config.momentum else None
+        self.optimizer = make_optimizer(config, self.params)  # None: plain SGD, no state
         self.strategy: SyncStrategy | None = self._strategy()
         self.summary = Summary()
         self._steps_run = 0

@@ -1,22 +1,20 @@
 """The self-test: the checker must catch every known-bad reduction.
 
 Each trial is one MPI job running ``run --run-parts mpibench.selftest.variants:NAME``
-(the public run-parts hook; see :mod:`mpibench.selftest.variants.build`) on small,
-uneven shards so that epochs end on short batches within the first steps. A mutant
-passes the self-test only if some
-invariant fails ("caught by X at step s"); the self-test exits 0 only if
-every mutant is caught and every control behaves.
+(the public run-parts hook; see :mod:`mpibench.selftest.variants.build`) on small, uneven
+shards so that epochs end on short batches within the first steps. A mutant passes the
+self-test only if some invariant fails ("caught by X at step s"); the self-test exits 0 only
+if every mutant is caught and every control behaves.
 
 Controls keep the catches honest:
 
 * the same settings with the honest strategy must hold every invariant, so a
   catch is the mutant's doing and not a broken setup;
-* the weighting mutants rerun with **equal** batch sizes and no faults, and
-  there they must *not* be caught: with every batch the same size, the plain
-  mean of means and the count-weighted mean are the same number, which is why
-  the suite's shards are uneven. Equal batches come from choosing the data set
-  size so that every shard is a whole number of batches (:func:`equal_batches`):
-  then no epoch ever ends on a short batch.
+* the weighting mutants rerun with **equal** batch sizes and no faults, and there they must
+  *not* be caught: with every batch the same size, the plain mean of means and the
+  count-weighted mean are the same number, which is why the suite's shards are uneven. Equal
+  batches come from choosing the data set size so that every shard is a whole number of
+  batches (:func:`equal_batches`): then no epoch ever ends on a short batch.
 """
 from __future__ import annotations
 
@@ -124,11 +122,11 @@ NO_CONTROL = ("state-lost-on-respawn",)
 def trials() -> list[Trial]:
     faults = fault_events()
     plan = []
-    for name in MUTANTS:
+    for name, mutant in MUTANTS.items():
         label = FAULTS_OF.get(name, name)
         recovery = "respawn" if label.endswith("respawn") else "shrink"
         plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), WORKERS, True, faults.get(label, ()),
-                          recovery, check_every=CHECK_EVERY.get(name, 1), options=OPTIONS.get(name, ())))
+                          recovery, check_every=CHECK_EVERY.get(name, 1), options=OPTIONS.get(name, mutant.options)))
     plan += [Trial(f"{name}/hsdp", name, "hsdp", WORKERS, True) for name in ALSO_IN_HSDP]
     plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", WORKERS, True,
                       faults["stale-rejoin/respawn"], "respawn"))
@@ -140,6 +138,8 @@ def trials() -> list[Trial]:
     plan.append(Trial("honest/native", None, "native", WORKERS, False, group="control"))
     plan.append(Trial("honest/ring", None, "ring", WORKERS, False, group="control"))
     plan.append(Trial("honest/check-every-4", None, "native", WORKERS, False, group="control", check_every=4))
+    for options in sorted({m.options for m in MUTANTS.values() if m.options}):  # honest, as the optimizer defects
+        plan.append(Trial(f"honest/{options[1]}", None, "native", WORKERS, False, group="control", options=options))
     seen = set()
     for name, events in faults.items():
         if name in NO_CONTROL:

@@ -36,6 +36,8 @@ _FIELDS = {"--strategy": ("strategy", str), "--scenario": ("scenario", str), "--
            "--straggler-deadline": ("straggler_deadline", float), "--deadline-s": ("deadline_s", float),
            "--lr": ("lr", float), "--features": ("features", int), "--hidden": ("hidden", int),
            "--classes": ("classes", int), "--device": ("device", str), "--momentum": ("momentum", float),
+           "--optimizer": ("optimizer", str), "--beta1": ("beta1", float), "--beta2": ("beta2", float),
+           "--adam-eps": ("adam_eps", float), "--weight-decay": ("weight_decay", float),
            "--run-parts": ("run_parts", str)}
 TAIL_CHARS = 4000
 

@@ -93,8 +93,8 @@ class SyncStrategy(ABC):
     sharding_kind: str | None = None
     # Whether the update steps the parameters (and so the optimizer state) where they live.
     # False: the step is applied to a copy that is then sent back (a parameter server pulls its
-    # slice, steps it, pushes it), so momentum or Adam state has no place to be kept (--momentum
-    # is refused for it).
+    # slice, steps it, pushes it), so momentum or Adam state has no place to be kept (any
+    # optimizer state, --momentum or --optimizer adam/adamw, is refused for it).
     steps_in_place: bool = True
     # Where the product uses a strategy without being told to (the registry derives its lists
     # from these): in the main job's default set (and the launches predict replays); the

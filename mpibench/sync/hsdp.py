@@ -20,8 +20,9 @@ replica group. A step:
    other members of its group.
 
 What the replicas buy is recovery of the optimizer state: with
-``--momentum``, a shard's state is held by two ranks, so the death of one
-leaves the other. When a strategy is built on a new membership (after a
+``--momentum`` (the velocity) or ``--optimizer adam|adamw`` (m, v and the step
+count t), a shard's state is held by two ranks, so the death of one leaves
+the other. When a strategy is built on a new membership (after a
 shrink or a respawn) its first step hands the state over first
 (:func:`.state_handover.hand_over`): every member receives, for the shards it
 now owns, the state any member still holds, and keeps exactly that. What it

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..history import floats32, full_params, params_digest
-from .. import momentum
+from .. import optimizer_model
 from ..reference import reference_steps
 from ..steprows import moments_targets
 from .accounting import contributor_batches
@@ -81,8 +81,8 @@ def _table(case) -> dict:
         after = _after_copy(view)
         before = last[1] if last[0] == view.start_digest else None
         table[view.step] = Due(before, after)
-        # With momentum every step's reference is needed: each velocity builds on the last.
-        every = view.step % case.reference_every == 0 or momentum.factor(case)
+        # With optimizer state every step's reference is needed: each state builds on the last.
+        every = view.step % case.reference_every == 0 or optimizer_model.stateful(case)
         if every and before is not None and after is not None:
             due.append((view.step, _union(view)))
         last = (view.agreed.params_after, after)
@@ -129,13 +129,14 @@ def reference_problem(case, view, due: Due):
     c = case.config
     b64, a64 = before.astype(np.float64), after.astype(np.float64)
     k = error_terms(case, view, ref)
-    velocity, bound = momentum.direction(case, view.step, _table(case),
-                                         lambda v, r: error_terms(case, v, r) * EPS32 * r.grad_abs_mean)
-    if velocity is None:
-        return None, "momentum: no reference velocity (a committed step before it has no reference)"
-    applied, expected = a64 - b64, -c["lr"] * velocity
+    direction, bound = optimizer_model.direction(case, view.step, _table(case),
+                                                 lambda v, r: error_terms(case, v, r) * EPS32 * r.grad_abs_mean)
+    if direction is None:
+        return None, (f"{optimizer_model.kind(case)}: no reference optimizer state (a committed step before "
+                      "it has no reference)")
+    applied, expected = a64 - b64, -c["lr"] * direction
     tol = c["lr"] * bound + 2 * EPS32 * (np.abs(b64) + np.abs(a64)) + 1e-30
-    if not momentum.factor(case):
+    if not optimizer_model.stateful(case):
         tol = tol + c["lr"] * k * EPS32 * ref.grad_abs_mean
     with np.errstate(all="ignore"):  # NaN and inf are judged below, not warned about
         excess = np.abs(applied - expected) / tol

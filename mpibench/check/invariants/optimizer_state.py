@@ -1,19 +1,21 @@
-"""``optimizer_state``: each rank's optimizer state is the reference velocity's slice it owns.
+"""``optimizer_state``: each rank's optimizer state is the reference state's slice it owns.
 
-Runs with ``--momentum`` only. Every contributor records the state it holds after
-the step as ``(offset, length, float32 values)``. The checker's own velocity
-(``check/momentum.py``, float64 from the reference gradients) decides what each
-must hold: a replicated strategy the whole vector; a sharded one exactly the
+Runs with optimizer state only (``--momentum``, ``--optimizer adam|adamw``). Every
+contributor records the state it holds after the step as ``(offset, length, float32
+values..., integers...)``: momentum's velocity; Adam's ``m``, ``v`` and step count ``t``.
+The checker's own model (``check/optimizer_model.py``: ``check/momentum.py``,
+``check/adam.py``, float64 from the reference gradients) decides what each must
+hold: a replicated strategy the whole vector; a sharded one exactly the
 non-empty shards it owns (``check/sharded.py``; with replicas, those it owns in its
-replica group), nothing of anyone else's; and
-the values within the velocity's float32 bound, element by element. Lost,
-stale, doubled or misplaced state is named with its worker and its range.
+replica group), nothing of anyone else's; the values within the model's float32
+bound, element by element, and the integers exactly. Lost, stale, doubled or
+misplaced state is named with its worker and its range.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import momentum
+from .. import optimizer_model
 from ..history import floats32
 from ..sharded import contributors, expected, is_sharded, kind_of
 from .equivalence import EPS32, _table, error_terms
@@ -22,13 +24,12 @@ NAME = "optimizer_state"
 
 
 def applies(case) -> bool:
-    return momentum.factor(case) > 0
+    return optimizer_model.stateful(case)
 
 
-def _velocity(case, step):
-    table = _table(case)
-    chain = momentum.chain(case, table, lambda v, r: error_terms(case, v, r) * EPS32 * r.grad_abs_mean)
-    return chain.get(step)
+def _state(case, step):
+    return optimizer_model.state(case, step, _table(case),
+                                 lambda v, r: error_terms(case, v, r) * EPS32 * r.grad_abs_mean)
 
 
 def _owed(case, a, n: int, started: bool) -> list:
@@ -42,25 +43,46 @@ def _owed(case, a, n: int, started: bool) -> list:
 
 
 def check(case, view):
-    v = _velocity(case, view.step)
-    if v is None:
-        return None, "no reference velocity for the step (a committed step before it has no reference)"
+    want = _state(case, view.step)
+    if want is None:
+        return None, "no reference optimizer state for the step (a committed step before it has no reference)"
     n = len(case.initial_params)
-    started = bool(np.any(v.value))
     worst = 0.0
     for a in sorted(contributors(view), key=lambda a: a.worker):
-        held = [(int(o), int(length)) for o, length, _ in (a.optimizer or ())]
-        owed = _owed(case, a, n, started)
+        held = [(int(entry[0]), int(entry[1])) for entry in (a.optimizer or ())]
+        owed = _owed(case, a, n, want.started)
         if held != owed:
             return False, f"worker {a.worker} holds optimizer state for {held[:4]}, expected {owed[:4]}"
-        for o, length, data in a.optimizer or ():
-            values = floats32(data).astype(np.float64)
-            ref, bound = v.value[o:o + length], v.bound[o:o + length] + EPS32 * np.abs(v.value[o:o + length])
-            with np.errstate(all="ignore"):
-                excess = np.abs(values - ref) / (bound + 1e-30)
-            if len(values) != length or not (excess <= 1).all():
-                i = int(np.argmax(np.nan_to_num(excess, nan=np.inf))) if len(values) == length else 0
-                return False, (f"worker {a.worker}: state element {o + i} is {values[i]:.9g}, reference "
-                               f"velocity {ref[i]:.9g} ({excess[i]:.3g}x bound)")
-            worst = max(worst, float(excess.max(initial=0.0)))
-    return True, f"every contributor's state is its slice of the reference velocity (worst {worst:.2g}x bound)"
+        for entry in a.optimizer or ():
+            problem, excess = _entry_problem(a.worker, entry, want)
+            if problem:
+                return False, problem
+            worst = max(worst, excess)
+    what = " and ".join([name for name, *_ in want.arrays] + [name for name, _ in want.integers])
+    return True, f"every contributor's state is its slice of the reference {what} (worst {worst:.2g}x bound)"
+
+
+def _entry_problem(worker: int, entry, want) -> tuple[str | None, float]:
+    """(what is wrong with one recorded range, or None; its worst element's share of the bound)."""
+    o, length = int(entry[0]), int(entry[1])
+    arrays, integers = entry[2:2 + len(want.arrays)], list(entry[2 + len(want.arrays):])
+    if len(arrays) != len(want.arrays) or len(integers) != len(want.integers):
+        return (f"worker {worker}: state of [{o}, {o + length}) records {len(entry) - 2} fields, expected "
+                f"{', '.join(name for name, *_ in want.arrays + want.integers)}"), 0.0
+    for (name, value), got in zip(want.integers, integers):
+        if got != value:
+            return f"worker {worker}: {name} of [{o}, {o + length}) is {got}, reference {value}", 0.0
+    worst = 0.0
+    for (name, value, bound), data in zip(want.arrays, arrays):
+        values = floats32(data).astype(np.float64)
+        ref, allowed = value[o:o + length], bound[o:o + length]
+        with np.errstate(all="ignore"):
+            excess = np.abs(values - ref) / (allowed + 1e-30)
+        if len(values) != length or not (excess <= 1).all():
+            i = int(np.argmax(np.nan_to_num(excess, nan=np.inf))) if len(values) == length else 0
+            if len(values) != length:
+                return f"worker {worker}: {name} of [{o}, {o + length}) holds {len(values)} values", 0.0
+            return (f"worker {worker}: {name} element {o + i} is {values[i]:.9g}, reference "
+                    f"{ref[i]:.9g} ({excess[i]:.3g}x bound)"), 0.0
+        worst = max(worst, float(excess.max(initial=0.0)))
+    return None, worst

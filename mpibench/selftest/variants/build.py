@@ -207,6 +207,7 @@ def parts(mutant: str, config):
     from mpibench.job.parts import RunParts
 
     from .loop import LOOP_MUTANTS
+    from .optimizer import OPTIMIZER_MUTANTS, plant
     from .record import RECORD_LOOP_MUTANTS
     from .sharded import NO_REFUSAL
 
@@ -221,6 +222,8 @@ def parts(mutant: str, config):
         def __init__(self, config, *args, **kw):
             kw["strategy_factory"] = strategy_factory(mutant, config.batch_size)
             super().__init__(config, *args, **kw)
+            if mutant in OPTIMIZER_MUTANTS:  # a mistake in the optimizer: its state replaced
+                plant(self, mutant)
 
     return RunParts(trainer=MutantTrainer,
                     recovery=stale_rejoin_recovery() if mutant == "stale-rejoin" else None,

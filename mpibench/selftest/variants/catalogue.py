@@ -13,6 +13,7 @@ from dataclasses import dataclass
 # Both engines run every variant: the self-test on MPI (:mod:`mpibench.selftest.drive`) and
 # the simulated one (:mod:`mpibench.selftest.sim`) catch each by the same invariants.
 BOTH_ENGINES = ("mpi", "sim")
+ADAM, ADAMW = ("--optimizer", "adam"), ("--optimizer", "adamw", "--weight-decay", "0.1")
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Mutant:
     weighting: bool = False  # only visible when batch sizes differ
     needs_faults: bool = False
     engines: tuple[str, ...] = BOTH_ENGINES
+    options: tuple[str, ...] = ()  # run options it needs (an honest run with them is a control)
 
 
 MUTANTS = {m.name: m for m in [
@@ -75,6 +77,14 @@ MUTANTS = {m.name: m for m in [
     Mutant("hsdp-state-lost-on-respawn", "hsdp --momentum, respawn: every handover message says no state is "
            "held; the replacement starts from zero although the replica holds it",
            "optimizer_state", needs_faults=True),
+    # the optimizer defects (variants/optimizer.py), each with the options it runs under
+    Mutant("adam-no-bias-correction", "adam: m and v used without their bias corrections", "equivalence",
+           options=ADAM),
+    Mutant("adam-beta1-for-beta2", "adam: the second moment decays and is corrected with beta1",
+           "optimizer_state", options=ADAM),
+    Mutant("adam-steps-twice", "adam: the step count advances twice per step", "optimizer_state", options=ADAM),
+    Mutant("adamw-drops-decay", "adamw --weight-decay 0.1: the decoupled decay left out", "equivalence",
+           options=ADAMW),
 ]}
 
 
