@@ -179,3 +179,27 @@ def test_a_simulated_exhaustive_sweep_of_a_sharded_plugin_finds_nothing_on_hones
     assert expected > ExhaustivePlan(workers=(2,)).block_count(2, "ring")
     assert summary["cases"] == summary["plan_cases"] == expected, summary
     assert summary["findings"] == 0 and summary["by_outcome"] == {"ok": expected}, summary
+
+
+@pytest.mark.mpi
+def test_the_selftest_of_a_sharded_plugin_judges_its_ownership_under_every_planted_fault(tmp_path, plugin_env):
+    out = tmp_path / "selftest"
+    cmd = [sys.executable, "-m", "mpibench", "selftest", "--strategy", "outside_zero:MyZero", "--out", str(out)]
+    job = run_command(cmd, timeout=600, out=out, env=plugin_env)
+    assert job.returncode == 0, job.text[-3000:]
+    runs = sorted(out.glob("*/run/invariants.csv"))
+    assert len(runs) == 8, runs  # no faults, then each planted fault once
+    for path in runs:
+        with open(path) as fh:
+            judged = {r["invariant"] for r in csv.DictReader(fh) if r["passed"] == "true"}
+        assert {"ownership", "gathered", "equivalence"} <= judged, (path, judged)
+
+
+@pytest.mark.mpi
+def test_the_selftest_of_a_misdeclared_sharded_plugin_fails_on_ownership(tmp_path, plugin_env):
+    out = tmp_path / "selftest"
+    cmd = [sys.executable, "-m", "mpibench", "selftest", "--strategy", "outside_zero:MisdeclaredZero",
+           "--out", str(out)]
+    job = run_command(cmd, timeout=600, out=out, env=plugin_env)
+    assert job.returncode == 1, job.text[-3000:]
+    assert "ownership" in job.stdout, job.stdout[-2000:]
