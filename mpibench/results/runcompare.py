@@ -46,7 +46,8 @@ COLUMNS = ["strategy", "ranks", "bytes", "dtype", "in_place", "a_time_s", "b_tim
 def bench_file(path: str) -> str:
     file = os.path.join(path, "bench.csv") if os.path.isdir(path) else path
     if not os.path.isfile(file):
-        raise UsageError(f"no bench.csv at {path}")
+        raise UsageError(f"no bench.csv at {path}: compare reads benchmark folders (from 'bench' or the main "
+                         "job), not a single run's")
     return file
 
 
