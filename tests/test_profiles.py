@@ -16,6 +16,8 @@ from mpibench.profiles.transformer import llama7b_tensor_parallel_slice
 # sum(p.numel() for p in model.parameters()) and len(list(model.parameters())).
 PUBLISHED = [
     ("resnet50", 25_557_032, 161),     # torchvision.models.resnet50
+    ("resnet101", 44_549_160, 314),    # torchvision.models.resnet101
+    ("vgg16", 138_357_544, 32),        # torchvision.models.vgg16
     ("bert-large", 335_141_888, 391),  # transformers BertModel(bert-large-uncased)
     ("gpt2", 124_439_808, 148),        # transformers GPT2LMHeadModel(gpt2), head tied
     ("gpt2-medium", 354_823_168, 292),
@@ -43,9 +45,11 @@ def test_the_7b_slices_add_up_to_the_whole_model():
 
 
 def test_forward_work_matches_the_published_figures():
-    # torchvision lists ResNet-50 at 4.09 G multiply-adds per 224x224 image (2 flops each);
-    # batch norm adds about 1 %.
+    # torchvision lists ResNet-50, ResNet-101 and VGG-16 at 4.09, 7.80 and 15.47 G multiply-adds
+    # per 224x224 image (2 flops each); batch norm adds about 1 %.
     assert profile("resnet50").forward_flops_per_sample == pytest.approx(2 * 4.09e9, rel=0.02)
+    assert profile("resnet101").forward_flops_per_sample == pytest.approx(2 * 7.80e9, rel=0.02)
+    assert profile("vgg16").forward_flops_per_sample == pytest.approx(2 * 15.47e9, rel=0.01)  # no norms
     # Kaplan et al. 2020: 2 N flops per token for N non-embedding parameters, plus attention
     # (2 n_layer n_ctx d per token) and the output head (2 d vocab).
     gpt = profile("gpt2")
@@ -124,4 +128,4 @@ def test_a_users_profile_file_is_read_and_its_mistakes_named(tmp_path):
             read_profile(bad)
     with pytest.raises(ProfileError, match="unknown profile 'resnet51'"):
         profile("resnet51")
-    assert set(BUILTIN) >= {"resnet50", "bert-large", "gpt2", "gpt2-medium", "llama7b-tp8"}
+    assert set(BUILTIN) >= {"resnet50", "resnet101", "vgg16", "bert-large", "gpt2", "gpt2-medium", "llama7b-tp8"}

@@ -71,3 +71,13 @@ def test_predict_profile_prints_and_writes_tagged_rows_and_refuses_bad_input(tmp
         assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
     assert (tmp_path / "p.csv").read_text() == before  # nothing written is lost
+
+
+def test_horovods_fusion_of_another_release_is_a_parameter():
+    """A threshold of 0 reduces every tensor alone; a longer cycle fuses more per buffer."""
+    model = profile("resnet50")
+    alone = predict_step(CLUSTER_100G, model, "ring", 64, "horovod", 8, 1e13, fusion=(0, 1e-3))
+    assert alone.buckets == len(model.tensors)
+    default = predict_step(CLUSTER_100G, model, "ring", 64, "horovod", 8, 1e13)
+    slower = predict_step(CLUSTER_100G, model, "ring", 64, "horovod", 8, 1e13, fusion=(64 << 20, 5e-3))
+    assert slower.buckets < default.buckets and slower.sync_s < default.sync_s  # fewer latencies, same bytes

@@ -213,8 +213,8 @@ def _selftest_sim(request) -> int:
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="table only: also write the rows to this CSV")
 @click.option("--profile", "profile_name", default=None,
               help="instead: a real model's step with DDP-style buckets synchronised during its backward pass "
-                   "(resnet50, bert-large, gpt2, gpt2-medium, llama7b-tp8, or a profile .toml): compute, sync, "
-                   "exposed sync and scaling efficiency per strategy at --ranks [8,64,512,4096]")
+                   "(resnet50, resnet101, vgg16, bert-large, gpt2, gpt2-medium, llama7b-tp8, or a profile .toml): "
+                   "compute, sync, exposed sync and scaling efficiency per strategy at --ranks [8,64,512,4096]")
 @click.option("--bucket-policy", type=click.Choice(["ddp", "horovod", "none"]), default="ddp", show_default=True,
               help="with --profile: DDP's buckets (25 MiB, first 1 MiB, reverse order), Horovod's fusion "
                    "(128 MiB, 1 ms cycles), or none (one sync after the backward pass)")

@@ -130,10 +130,10 @@ def replacement():
                    "code gets; single is what C benchmarks such as IMB-MPI1 and OSU run with (Open MPI pays "
                    "for thread safety in every call under multiple: about 0.4 us of a 3 us 4 KiB Allreduce here)")
 @click.option("--profile", "profile_name", default=None, metavar="NAME",
-              help="instead of sizes: a real model's step (resnet50, bert-large, gpt2, gpt2-medium, llama7b-tp8 "
-                   "or a profile .toml) whose gradient buckets are all-reduced (MPI_Iallreduce) during a timed "
-                   "stand-in for its backward pass; prints backward, sync and exposed sync (--rounds steps "
-                   "after --warmup) and writes overlap.csv")
+              help="instead of sizes: a real model's step (resnet50, resnet101, vgg16, bert-large, gpt2, "
+                   "gpt2-medium, llama7b-tp8 or a profile .toml) whose gradient buckets are all-reduced "
+                   "(MPI_Iallreduce) during a timed stand-in for its backward pass; prints backward, sync and "
+                   "exposed sync (--rounds steps after --warmup) and writes overlap.csv")
 @click.option("--bucket-policy", type=click.Choice(["ddp", "horovod", "none"]), default="ddp", show_default=True,
               help="with --profile: DDP's buckets, Horovod's fused cycles, or one bucket after the backward pass")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,

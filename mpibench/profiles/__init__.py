@@ -7,12 +7,15 @@ import tomllib
 from pathlib import Path
 from typing import Callable
 
-from .resnet import resnet50
+from .resnet import resnet50, resnet101
 from .tensor import ITEM_BYTES, Profile, Tensor
 from .transformer import bert_large, gpt2, gpt2_medium, llama7b_tensor_parallel_slice
+from .vgg import vgg16
 
 BUILTIN: dict[str, Callable[[], Profile]] = {
     "resnet50": resnet50,
+    "resnet101": resnet101,
+    "vgg16": vgg16,
     "bert-large": bert_large,
     "gpt2": gpt2,
     "gpt2-medium": gpt2_medium,

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpibench.profiles import Profile
-from mpibench.profiles.buckets import Bucket, ddp_buckets, horovod_buckets
+from mpibench.profiles.buckets import (HOROVOD_CYCLE_TIME_S, HOROVOD_FUSION_THRESHOLD_BYTES, Bucket, ddp_buckets,
+                                      horovod_buckets)
 
 from .platform import Platform
 from .rounds import sync_s
@@ -45,11 +46,12 @@ def backward_ready_s(profile: Profile, local_batch: int, flops_per_s: float) -> 
     return ready
 
 
-def _buckets(profile: Profile, policy: str, ready: list[float]) -> list[tuple[float, Bucket]]:
+def _buckets(profile: Profile, policy: str, ready: list[float],
+             fusion: tuple[int, float]) -> list[tuple[float, Bucket]]:
     if policy == "ddp":
         return [(max(ready[i] for i in b.tensors), b) for b in ddp_buckets(profile.tensors)]
     if policy == "horovod":
-        return horovod_buckets(profile.tensors, ready)
+        return horovod_buckets(profile.tensors, ready, *fusion)
     if policy == "none":
         every = tuple(reversed(range(len(profile.tensors))))
         return [(max(ready), Bucket(every, profile.nbytes, "mixed"))]
@@ -57,12 +59,16 @@ def _buckets(profile: Profile, policy: str, ready: list[float]) -> list[tuple[fl
 
 
 def predict_step(plat: Platform, profile: Profile, strategy: str, ranks: int, policy: str = "ddp",
-                 local_batch: int = 32, flops_per_s: float = 1e12) -> StepPrediction:
+                 local_batch: int = 32, flops_per_s: float = 1e12,
+                 fusion: tuple[int, float] = (HOROVOD_FUSION_THRESHOLD_BYTES, HOROVOD_CYCLE_TIME_S),
+                 ) -> StepPrediction:
+    """``fusion``: Horovod's fusion threshold (bytes) and cycle (seconds), for its policy only
+    (the defaults are Horovod 0.21's; its code of May 2018 fused 64 MiB every 5 ms)."""
     ready = backward_ready_s(profile, local_batch, flops_per_s)
     backward_s = max(ready, default=0.0)
     forward_s = profile.forward_flops_per_sample * local_batch / flops_per_s
     stream_free_s, total_sync_s = 0.0, 0.0
-    started = sorted(_buckets(profile, policy, ready), key=lambda rb: rb[0])
+    started = sorted(_buckets(profile, policy, ready, fusion), key=lambda rb: rb[0])
     for ready_s, bucket in started:
         took_s = sync_s(plat, strategy, ranks, bucket.nbytes)
         stream_free_s = max(stream_free_s, ready_s) + took_s
