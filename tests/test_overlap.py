@@ -111,7 +111,8 @@ def test_only_strategies_that_declare_a_nonblocking_reduction_overlap():
         registry._checked(Claims, "--strategy x:Claims")
 
 
-@pytest.mark.parametrize("args", [["run", "--engine", "sim", "--ranks", "2", "--strategy", "ring", "--overlap"]])
+@pytest.mark.parametrize("args", [["run", "--engine", "sim", "--ranks", "2", "--strategy", "ring", "--overlap"],
+                                  ["sweep", "--engine", "sim", "--overlap", "--strategies", "native,ps"]])
 def test_overlap_with_a_blocking_strategy_is_refused_in_one_line(args):
     job = run_cli(args, timeout=120)
     assert job.returncode == 2 and "Traceback" not in job.text, job.text
