@@ -131,3 +131,12 @@ def test_the_flag_travels_in_replays_and_both_readers_of_run_arguments_agree(tmp
     assert not config_of(["run", "--steps", "3"])[0].overlap
     with pytest.raises(UsageError):
         config_of(["run", "--overlap", "--steps"])
+
+
+def test_overlap_on_the_strict_emulated_device_crosses_nothing_implicitly(tmp_path):
+    """The buckets are slices of a device buffer, packed and handed to MPI as any buffer is:
+    on the emulated device every implicit host/device crossing would be an error."""
+    job = run_cli(["run", "--engine", "sim", "--ranks", "3", "--strategy", "native", "--overlap", "--device",
+                   "emulated", "--scenario", "kill-mid-reduction", "--steps", "5", "--out", str(tmp_path / "out")],
+                  timeout=120)
+    assert job.returncode == 0 and "verdict: pass" in job.stdout, job.text[-3000:]
