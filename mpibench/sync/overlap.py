@@ -1,7 +1,7 @@
 """The step's sync as the worker loop calls it: after the backward pass, or overlapped with it.
 
-One interface for both (:class:`StepSync`), so the loop never knows which strategy runs nor
-how it synchronises. Without ``--overlap`` the strategy's ``synchronize`` takes the whole
+One interface for both (:class:`StepSync`), so the loop never knows which strategy runs; it
+passes on whether the run overlaps. Without ``--overlap`` the strategy's ``synchronize`` takes the whole
 gradient once the backward pass is done, as it always has.
 
 With ``--overlap`` (for a strategy that declares ``overlaps``: a nonblocking form of its
@@ -11,7 +11,7 @@ at ``--bucket-bytes``, in the order the backward pass completes the layers (the 
 first). As soon as a layer's gradients are written, they are copied into its buckets and each
 bucket's sum is started; the next layer's backward runs while they are in flight. Every bucket
 is waited for before the update, and the mean is formed once, by the global count. The count
-travels once: in the bucket that ends the buffer (the last layer's, the first started). A
+travels once: in the bucket that ends the buffer (one of the last layer's, which start first). A
 bucket's sum is started through the communicator, so the fault wrapper sees each bucket as one
 message (a kill mid-reduction dies with a bucket in flight). The step's Reduction is every
 bucket's pieces at their global offsets, so the ``coverage`` invariant sees every bucket; the
