@@ -49,7 +49,8 @@ class NativeAllreduce(SyncStrategy):
         buf[...] = self._result
         return Reduction(self.comm.worker_ids, [(0, len(buf))], len(buf))
 
-    # run --overlap: each bucket an Iallreduce of its slice, the MPI library progressing it
+    # run --overlap: each bucket an Iallreduce of its slice. The library moves it on whenever the rank
+    # is inside MPI (its start, the next bucket's, complete); nothing progresses it during numpy work.
     overlaps = True
 
     def start_bucket(self, offset: int, length: int):
