@@ -97,6 +97,30 @@ def test_selftest_catches_and_the_equal_batch_control_does_not(tmp_path):
     assert "selftest passed: 4 of 4 known-bad reductions caught" in text
 
 
+OVERLAPPED = ("early-bucket", "bucket-twice", "bucket-offsets")  # planted in run --overlap's buckets
+
+
+def test_the_overlapped_variants_run_overlapped_beside_an_honest_overlapped_control():
+    plan = {t.label: t for t in trials()}
+    assert {name for name, m in MUTANTS.items() if m.overlap} == set(OVERLAPPED)
+    for name in OVERLAPPED + ("honest/overlap",):
+        assert "--overlap" in plan[name].case().extra and plan[name].strategy == "native", name
+    assert not any("--overlap" in t.options for t in trials() if t.mutant not in OVERLAPPED + (None,))
+    assert "--overlap" not in plan["honest/native"].case().extra
+
+
+@pytest.mark.mpi
+def test_selftest_catches_the_overlapped_variants_on_mpi(tmp_path):
+    stream = io.StringIO()
+    code = run_selftest(tmp_path, mpirun_command(), jobs=2, stream=stream, only={*OVERLAPPED, "honest/overlap"})
+    text = stream.getvalue()
+    assert code == 0, text
+    assert "early-bucket                 caught by equivalence, replicas at step 0" in text
+    assert "bucket-twice                 caught by equivalence, accounting at step 0" in text
+    assert "honest/overlap               all invariants held" in text
+    assert "selftest passed: 3 of 3 known-bad reductions caught" in text
+
+
 def test_a_strategy_runs_each_distinct_planted_fault_once_and_the_late_worker_is_dropped():
     plan = strategy_trials("ring")
     keys = [(t.events, t.recovery, t.options) for t in plan]

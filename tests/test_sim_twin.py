@@ -31,6 +31,23 @@ def test_a_slice_of_the_matrix_gives_the_same_rows_on_both_engines(tmp_path):
         assert result["sim"] == result["mpi"] == "ok", f"{case}: {result}"
 
 
+# The overlapped step (run --overlap: each layer's bucket an Iallreduce started during the backward
+# pass) on both engines: a kill with a bucket in flight under respawn, a dropped straggler, a healed cut.
+OVERLAPPED = ["kill-mid-reduction:native:respawn:3:overlap", "straggler-dropped:native:shrink:3:overlap",
+              "partition-heal:native:respawn:3:overlap"]
+
+
+@pytest.mark.mpi
+def test_overlapped_cases_give_the_same_rows_on_both_engines(tmp_path):
+    found = run_driver("sim_twin_slice.py", str(tmp_path), *OVERLAPPED, timeout_s=400)
+    assert len(found) == 3 and all(case.endswith("-overlap") for case in found)
+    for case, result in found.items():
+        assert result["difference"] == "", f"{case}: {result}"
+        assert result["sim"] == result["mpi"] == "ok", f"{case}: {result}"
+    assert matrix_cases((3,), ("native",), ("shrink",), scenarios=["none"], extra=("--overlap",))[0].extra == (
+        "--overlap",)
+
+
 def test_one_changed_value_or_a_missing_row_is_a_difference():
     rows = {"steps.csv": [{"step": "0", "loss": "0.5"}], "invariants.csv": [], "faults.csv": [], "verdict": "pass"}
     assert first_difference(rows, rows) == ""

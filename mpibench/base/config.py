@@ -38,6 +38,8 @@ class RunConfig:
     # MODULE:NAME of a run-parts plugin (mpibench.job.parts.parts_for); '': the production parts.
     # A field, so that every replay, batch plan and run.json carries it like any other option.
     run_parts: str = ""
+    # Each layer's gradient bucket synchronised as the backward pass makes it (mpibench.sync.overlap).
+    overlap: bool = False
 
     def check_values(self) -> None:
         """Everything that can be checked without knowing the world size, so that bad input is
@@ -119,7 +121,8 @@ class RunConfig:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name not in shown and value != getattr(default, f.name):
-                args += ["--" + f.name.replace("_", "-"), str(value)]
+                flag = "--" + f.name.replace("_", "-")
+                args += [flag] if value is True else [flag, str(value)]  # a flag stands alone
         return args
 
 

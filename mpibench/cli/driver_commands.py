@@ -88,12 +88,15 @@ def _sweep_out(kw: dict, first_seed: int, resume: bool):
 @click.option("--momentum", type=float, default=0.0, show_default=True,
               help="with --exhaustive: every case with optimizer state (run's --momentum); the schedules run "
                    "would refuse are left out and counted in sweep.json")
+@click.option("--overlap", is_flag=True,
+              help="every case runs with run --overlap (each layer's bucket synchronised during the backward "
+                   "pass) [default strategies: those with a nonblocking reduction]")
 @click.option("--resume", is_flag=True,
               help="with --engine sim: go on from the record (sweep.csv) an earlier launch of the same plan "
                    "left in --out, running only the cases it lacks (with --time-budget: a long plan in chunks)")
 def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_deadline, shrink_runs,
           run_parts, swarm, cases_per_launch, time_budget, engine, exhaustive, replay_on_mpi, recoveries, resume,
-          momentum, **kw):
+          momentum, overlap, **kw):
     """Random fault schedules over seeds x workers x strategies (launches its own jobs).
 
     Cases of one worker count run many per mpirun job, the world size restored
@@ -108,7 +111,9 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     from mpibench.drive.sweep import sweep_command
     from mpibench.job.outdir import OutDirError, resolve
     from mpibench.job.swarm import registered_strategies
-    from mpibench.sync.registry import CHECKED, validate
+    from mpibench.sync.registry import CHECKED, overlapping, validate
+
+    from .options import check_overlap
 
     _check_sweep_numbers(seeds, steps, jobs, cases_per_launch, first_seed, shrink_runs, time_budget,
                          case_deadline)
@@ -116,15 +121,17 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
     if min(worker_counts) < 1:
         raise UsageError("--workers must be positive")
     if strategies is None:
-        strategies = ",".join(registered_strategies() if swarm else CHECKED)
+        strategies = ",".join(overlapping() if overlap else registered_strategies() if swarm else CHECKED)
     validate(parse_list(strategies, "--strategies"))
+    if overlap:
+        check_overlap(parse_list(strategies, "--strategies"))
     if engine == "sim" or exhaustive:
         from mpibench.sim.sweep_entry import SimSweepRequest, sim_sweep_command
 
         sys.exit(sim_sweep_command(SimSweepRequest(
             seeds, tuple(worker_counts), tuple(parse_list(strategies, "--strategies")), steps, first_seed, swarm,
             exhaustive, engine, run_parts, shrink_runs, case_deadline, time_budget, mpiexec if replay_on_mpi else "",
-            _sweep_out(kw, first_seed, resume), _recoveries(recoveries), jobs, resume, momentum)))
+            _sweep_out(kw, first_seed, resume), _recoveries(recoveries), jobs, resume, momentum, overlap)))
     if resume or momentum:
         raise UsageError(f"{'--resume' if resume else '--momentum'} needs --engine sim"
                          + ("" if resume else " --exhaustive"))
@@ -138,7 +145,7 @@ def sweep(seeds, workers, strategies, steps, jobs, mpiexec, first_seed, case_dea
         out = resolve(request)
     except OutDirError as exc:
         raise UsageError(str(exc)) from None
-    extra = ("--run-parts", run_parts) if run_parts else ()
+    extra = (("--run-parts", run_parts) if run_parts else ()) + (("--overlap",) if overlap else ())
     sys.exit(sweep_command(seeds, workers, strategies, steps, jobs, out, mpiexec, first_seed,
                            case_deadline, shrink_runs, extra, swarm, cases_per_launch, time_budget))
 

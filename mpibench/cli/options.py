@@ -51,6 +51,10 @@ def run_options(func):
                      help="seconds to wait for a late worker before dropping it from the step (0: wait)"),
         click.option("--deadline-s", type=float, default=d.deadline_s, show_default=True,
                      help="longest wait for any message before the run is declared stuck"),
+        click.option("--overlap", is_flag=True, default=False,
+                     help="start each layer's gradient bucket (at most --bucket-bytes) as the backward "
+                          "pass makes it, every one waited for before the update (strategies with a "
+                          "nonblocking reduction: see 'strategies')"),
         *out_options("CSVs, run.json and report.html"),
     ]
     return with_options(opts)(func)
@@ -143,7 +147,20 @@ def check_names(config: RunConfig) -> None:
         raise UsageError(f"--strategy {config.strategy} is modelled only, not a strategy that runs "
                          f"(predict --strategies {config.strategy})")
     registry.validate([config.strategy])
+    if config.overlap:
+        check_overlap([config.strategy])
     try:
         check_name(config.scenario)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_overlap(strategies) -> None:
+    """``--overlap`` with each of ``strategies`` (UsageError, one line, for one that cannot)."""
+    from mpibench.sync import registry
+    from mpibench.sync.overlap import refusal
+
+    for name in strategies:
+        why = refusal(registry.lookup(name))
+        if why:
+            raise UsageError(why)

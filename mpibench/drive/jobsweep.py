@@ -77,7 +77,12 @@ def plan_job_sweep(base: RunConfig, world, out: str, read_run_args: RunArgsReade
     seconds = budget_s()
     if seconds <= 0:
         return JobSweep()
-    plan = SweepPlan(MAX_CASES, (world.Get_size(),), registered_strategies(), STEPS, base.seed, swarm=True)
+    if base.overlap:  # the job's --overlap: its cases too, under the strategies that overlap
+        from mpibench.sync.registry import overlapping
+
+        plan = SweepPlan(MAX_CASES, (world.Get_size(),), overlapping(), STEPS, base.seed, ("--overlap",), swarm=True)
+    else:
+        plan = SweepPlan(MAX_CASES, (world.Get_size(),), registered_strategies(), STEPS, base.seed, swarm=True)
     cases = plan.cases()
     folders = [Path(out).absolute() / "sweep-cases" / c.case_id for c in cases]  # printed commands: any folder
     if world.Get_rank() == 0:

@@ -11,7 +11,7 @@ one shard and holds only that shard's state, which is the memory ZeRO saves
 and the state a death can lose.
 
 The optimizer sits where every strategy already applies its update: the
-back-end's ``apply_update`` (see :class:`~.worker.PhaseBackend`), so no
+back-end's ``apply_update`` (see :class:`~.phase_backend.PhaseBackend`), so no
 strategy knows about it. Which range a call steps is read from where its
 view of the parameters starts; a strategy that steps a copy (``steps_in_place``
 False: a parameter server) cannot carry state and is refused with any stateful

@@ -2,7 +2,8 @@
 
 Each rank is one worker that owns one shard. A step computes the local
 gradient sum on the next batch, hands it to the sync strategy (which applies
-the averaged update in place) and appends what it did to this worker's
+the averaged update in place; with ``--overlap`` layer by layer as the backward
+pass completes them, :mod:`mpibench.sync.overlap`) and appends what it did to this worker's
 history (:mod:`mpibench.engine.history`) before the commit decision. Nothing here
 judges a step: the checker reads the histories afterwards. The loop never
 knows which strategy runs; faults reach it only as
@@ -20,8 +21,8 @@ from mpibench.base.config import RunConfig
 from mpibench.base.records import RunRecords
 from mpibench.kernels.counts import transfer_counts
 from mpibench.sync import SyncStrategy, make_strategy
-from mpibench.sync.base import checked
 from mpibench.sync.comm import Comm, CommError
+from mpibench.sync.overlap import StepSync
 from mpibench.sync.registry import options_of
 
 from .data import Cursor, Dataset, ShardWalker, next_cursor
@@ -29,6 +30,7 @@ from .history import AttemptRecord, DigestCache, NoHistory, count_value, params_
 from .sharded_evidence import optimizer_evidence, sharding_evidence
 from .optimizer import make_optimizer
 from .model import MLP, Shapes, init_params
+from .phase_backend import PhaseBackend
 from .recovery_hooks import Recovery
 from .steprecord import StepTimes, moments as _moments, record_step
 from .summary import Summary
@@ -54,31 +56,6 @@ class StepOutcome:
 
 
 digest = params_digest  # the history's digest: xxh3-128 of the float32 little-endian bytes
-
-
-class PhaseBackend:
-    """The strategy's back-end, telling the communicator when the update is about to be applied.
-
-    Every strategy applies the reduced update through ``apply_update``, so its
-    first call in a step is the moment "after the reduction, before apply".
-    """
-
-    def __init__(self, backend, on_apply, optimizer=None):
-        self._backend, self._on_apply, self._optimizer = backend, on_apply, optimizer
-
-    def __getattr__(self, name):
-        return getattr(self._backend, name)
-
-    @property
-    def optimizer(self):
-        """The optimizer's state (None without one): a strategy that re-shards it hands it over."""
-        return self._optimizer
-
-    def apply_update(self, *args, **kwargs):
-        self._on_apply()
-        if self._optimizer is not None:  # the optimizer's state steps with the parameters
-            return self._optimizer.step(self._backend, *args, **kwargs)
-        return self._backend.apply_update(*args, **kwargs)
 
 
 class Trainer:
@@ -114,6 +91,7 @@ class Trainer:
         self.known_cursors[comm.worker_id] = self.cursor
         self.optimizer = make_optimizer(config, self.params)  # None: plain SGD, no state
         self.strategy: SyncStrategy | None = self._strategy()
+        self._sync: StepSync | None = None  # how the loop hands the strategy each step's gradient
         self.summary = Summary()
         self._steps_run = 0
         self._last_gradient = None  # (indices, params, grad_sum, count, losses) last computed
@@ -124,6 +102,13 @@ class Trainer:
                                self.optimizer)
         return self.strategy_factory(self.config.strategy, self.data_comm, backend,
                                      self.shapes.n_params, options)
+
+    def step_sync(self) -> StepSync:
+        """How this step's gradient reaches the strategy: after the backward pass, or each layer's
+        bucket during it (``--overlap``); built again whenever the strategy is."""
+        if self._sync is None or self._sync.strategy is not self.strategy:
+            self._sync = StepSync(self.strategy, self.shapes.backward_spans(), self.config.overlap)
+        return self._sync
 
     def replace_comm(self, comm: Comm, data_comm: Comm | None = None) -> None:
         """Continue on a new membership (after a shrink or a respawn) and step group."""
@@ -207,15 +192,19 @@ class Trainer:
         """The batch at ``cursor`` in this worker's shard and the cursor after it."""
         return self.walker.batch(cursor)
 
-    def _gradient(self, indices: np.ndarray):
-        """The local gradient sum on ``indices``; a redo of the same batch from the same
-        parameters (a retry after the step group changed) reuses the last one."""
-        last = self._last_gradient
+    def _gradient(self, indices: np.ndarray, sync: StepSync):
+        """The local gradient sum on ``indices``, each layer handed to ``sync`` as the backward
+        pass completes it; a redo of the same batch from the same parameters (a retry after the
+        step group changed) reuses the last one."""
+        last, grad = self._last_gradient, self.model.grad_sum
         if last is not None and np.array_equal(last[0], indices) and np.array_equal(last[1], self.params):
-            np.copyto(self.model.grad_sum, last[2])  # the strategy may have reduced in place
-            return self.model.grad_sum, last[3], last[4]
+            np.copyto(grad, last[2])  # the strategy may have reduced in place
+            for layer in range(len(self.shapes.backward_spans())):
+                sync.layer_done(layer, grad)
+            return grad, last[3], last[4]
         grad_sum, count, losses = self.model.loss_and_grad_sum(
-            self.params, self.dataset.features[indices], self.dataset.labels[indices])
+            self.params, self.dataset.features[indices], self.dataset.labels[indices],
+            lambda layer: sync.layer_done(layer, grad))
         self._last_gradient = (indices.copy(), self.params.copy(), grad_sum.copy(), count, losses)
         return grad_sum, count, losses
 
@@ -237,12 +226,12 @@ class Trainer:
         transfers_before = transfer_counts(self.backend)
         if role == "contribute":
             compute_start = time.perf_counter()
-            grad_sum, count, losses = self._gradient(indices)
+            sync = self.step_sync()
+            sync.begin(len(indices), lambda: self.comm.mark(step, "reduce"))  # marked before the first message
+            grad_sum, count, losses = self._gradient(indices, sync)
             pending.losses = losses
-            self.comm.mark(step, "reduce")
             sync_start = time.perf_counter()
-            reduction = pending.own = checked(self.strategy, self.strategy.synchronize(
-                self.params, grad_sum, count, self.config.lr), "synchronize()")
+            reduction = pending.own = sync.finish(self.params, grad_sum, count, self.config.lr)
             times.sync_s = time.perf_counter() - sync_start
             times.compute_s = sync_start - compute_start
             self.comm.mark(step, "after_apply")

@@ -8,7 +8,7 @@ is scheduled, and answers whether a peer is reachable under the partition of
 the current step.
 
 :class:`FaultComm` is a :class:`~mpibench.sync.comm.Comm` whose data-plane calls
-(``sendrecv/send/recv/isend/irecv`` and the collectives) go through the
+(``sendrecv/send/recv/isend/irecv``, the collectives and ``iallreduce``) go through the
 injector first: a message across the cut raises
 :class:`~mpibench.sync.comm.PeerUnreachable`, a send counts towards a
 mid-reduction kill, a ``send`` delay sleeps before the first send of a step.
@@ -217,3 +217,12 @@ class FaultComm(Comm):
         self.injector.before_send()
         super()._collective(call, *args)
         self.injector.sent()
+
+    def iallreduce(self, sendbuf, recvbuf, op="sum"):
+        """A started all-reduce is one message, counted once it is in flight: a kill after k
+        messages dies with its k-th bucket started and not yet complete."""
+        self._guard(range(self.size))
+        self.injector.before_send()
+        started = super().iallreduce(sendbuf, recvbuf, op)
+        self.injector.sent()
+        return started

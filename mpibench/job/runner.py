@@ -33,6 +33,12 @@ def prepare(config: RunConfig, world_size: int):
 
     config.validate(world_size)
     registry.validate([config.strategy])
+    if config.overlap:
+        from mpibench.sync.overlap import refusal
+
+        why = refusal(registry.lookup(config.strategy))
+        if why:
+            raise UsageError(why)
     try:
         schedule = load_schedule(config.scenario, world_size, config.seed)
     except ValueError as exc:

@@ -40,13 +40,15 @@ def _names_from_env(variable: str, known) -> tuple[str, ...] | None:
     return names
 
 
-def main_strategies() -> list[str]:
+def main_strategies(overlap: bool = False) -> list[str]:
     """``MPIBENCH_STRATEGIES`` (comma-separated, from the registry's checked strategies),
-    else the registry's ``MAIN_DEFAULT``."""
-    from mpibench.sync.registry import CHECKED, MAIN_DEFAULT
+    else the registry's ``MAIN_DEFAULT``; with ``--overlap``, from and by default the
+    strategies that overlap (registry.overlapping)."""
+    from mpibench.sync.registry import CHECKED, MAIN_DEFAULT, overlapping
 
-    wanted = _names_from_env("MPIBENCH_STRATEGIES", list(CHECKED)) or MAIN_DEFAULT
-    return [name for name in CHECKED if name in wanted]
+    known = list(overlapping()) if overlap else list(CHECKED)
+    wanted = _names_from_env("MPIBENCH_STRATEGIES", known) or (known if overlap else MAIN_DEFAULT)
+    return [name for name in known if name in wanted]
 
 
 def main_scenarios(world_size: int) -> list[str]:
@@ -119,7 +121,7 @@ def main_job(base: RunConfig, out, plan_sweep=None) -> int:
 
     world = MPI.COMM_WORLD
     plan = [replace(base, scenario=s, strategy=k) for s in main_scenarios(world.Get_size())
-            for k in main_strategies()]
+            for k in main_strategies(base.overlap)]
     caps, not_run = launch_plan.probe_plan(world, plan, restores_world=True)
     out, hosts = open_out(world, out)
     note_run_folder(out)  # a crash on any rank from now on is recorded and judged there
@@ -143,7 +145,7 @@ def main_job(base: RunConfig, out, plan_sweep=None) -> int:
                                                           for i, c in enumerate(plan) if i not in not_run],
                                                 "calibration": calibration.as_dict() if calibration else None,
                                                 **launch_plan.run_json_fields(caps, plan, not_run)},
-                    job={"job": "main", "strategy": main_strategies(),
+                    job={"job": "main", "strategy": main_strategies(base.overlap),
                          "scenario": list(dict.fromkeys(c.scenario for c in plan))}, hosts=hosts)
     sweep = plan_sweep(base, world, out) if plan_sweep else None  # short random cases after the scenarios
     phases.write_plan(world, out, phases.planned(plan, bool(sweep and sweep.configs), calibration is not None))
@@ -180,7 +182,8 @@ def _main_loop(job: MainJob, comm: MPI.Comm, first: int, records, backend, done=
 
         main_job_bench(comm, job.out, job.base, backend, lambda text: _progress(comm, text))
         phases.finished(comm, job.out, phases.BENCH)
-        results_job.finish(comm, job.out, job.base, job.calibration, backend, sorted(set(main_strategies()) | {BASELINE}),
+        strategies = sorted(set(main_strategies(job.base.overlap)) | {BASELINE})
+        results_job.finish(comm, job.out, job.base, job.calibration, backend, strategies,
                            lambda text: _progress(comm, text))
         phases.finished(comm, job.out, phases.SCALING)
     # Judged first, then the page from the judged folder: it shows the verdict.json just written.

@@ -125,8 +125,9 @@ def trials() -> list[Trial]:
     for name, mutant in MUTANTS.items():
         label = FAULTS_OF.get(name, name)
         recovery = "respawn" if label.endswith("respawn") else "shrink"
+        options = OPTIONS.get(name, MUTANTS[name].options) + (("--overlap",) if MUTANTS[name].overlap else ())
         plan.append(Trial(name, name, RING_MUTANTS.get(name, "native"), WORKERS, True, faults.get(label, ()),
-                          recovery, check_every=CHECK_EVERY.get(name, 1), options=OPTIONS.get(name, mutant.options)))
+                          recovery, check_every=CHECK_EVERY.get(name, 1), options=options))
     plan += [Trial(f"{name}/hsdp", name, "hsdp", WORKERS, True) for name in ALSO_IN_HSDP]
     plan.append(Trial("stale-rejoin/respawn", "stale-rejoin", "native", WORKERS, True,
                       faults["stale-rejoin/respawn"], "respawn"))
@@ -135,9 +136,9 @@ def trials() -> list[Trial]:
         if mutant.weighting:
             plan.append(Trial(f"{name}/equal", name, "native", WORKERS, False, samples=samples,
                               batch_size=batch, group="equal"))
-    plan.append(Trial("honest/native", None, "native", WORKERS, False, group="control"))
-    plan.append(Trial("honest/ring", None, "ring", WORKERS, False, group="control"))
-    plan.append(Trial("honest/check-every-4", None, "native", WORKERS, False, group="control", check_every=4))
+    plan += [Trial(f"honest/{label}", None, strategy, WORKERS, False, group="control", **kw) for label, strategy, kw in
+             (("native", "native", {}), ("ring", "ring", {}), ("check-every-4", "native", {"check_every": 4}),
+              ("overlap", "native", {"options": ("--overlap",)}))]  # the overlapped sync, honest
     for options in sorted({m.options for m in MUTANTS.values() if m.options}):  # honest, as the optimizer defects
         plan.append(Trial(f"honest/{options[1]}", None, "native", WORKERS, False, group="control", options=options))
     seen = set()
@@ -149,9 +150,8 @@ def trials() -> list[Trial]:
         if key in seen:  # one honest run per distinct strategy, schedule and options
             continue
         seen.add(key)
-        plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), WORKERS, False, events,
-                          recovery, group="control", check_every=CHECK_EVERY.get(name, 1),
-                          options=OPTIONS.get(name, ())))
+        plan.append(Trial(f"honest/{name}", None, RING_MUTANTS.get(name, "native"), WORKERS, False, events, recovery,
+                          group="control", check_every=CHECK_EVERY.get(name, 1), options=OPTIONS.get(name, ())))
     return plan
 
 

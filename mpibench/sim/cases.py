@@ -39,6 +39,7 @@ _FIELDS = {"--strategy": ("strategy", str), "--scenario": ("scenario", str), "--
            "--optimizer": ("optimizer", str), "--beta1": ("beta1", float), "--beta2": ("beta2", float),
            "--adam-eps": ("adam_eps", float), "--weight-decay": ("weight_decay", float),
            "--run-parts": ("run_parts", str)}
+_FLAGS = {"--overlap": "overlap"}  # the run options that stand alone (True when given)
 TAIL_CHARS = 4000
 
 
@@ -46,10 +47,10 @@ def config_of(args: list[str]) -> tuple[RunConfig, str | None]:
     """(config, --out) from ``run`` arguments as the drivers write them."""
     if not args or args[0] != "run":
         raise UsageError(f"not a run command: {shlex.join(args)}")
-    fields, out = {}, None
-    pairs = args[1:]
+    fields, out = {name: True for flag, name in _FLAGS.items() if flag in args[1:]}, None
+    pairs = [a for a in args[1:] if a not in _FLAGS]
     if len(pairs) % 2:
-        raise UsageError(f"run arguments must come in option/value pairs: {shlex.join(args)}")
+        raise UsageError(f"run arguments must come in option/value pairs (and flags): {shlex.join(args)}")
     for flag, value in zip(pairs[::2], pairs[1::2]):
         if flag == "--out":
             out = value

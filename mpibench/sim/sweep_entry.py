@@ -32,10 +32,11 @@ class SimSweepRequest:
     jobs: int = 1  # cases run at the same time (forked processes)
     resume: bool = False  # go on from the record an earlier launch left in --out
     momentum: float = 0.0  # --exhaustive: optimizer state in every case; refused schedules left out
+    overlap: bool = False  # every case runs with run --overlap
 
 
 def _plan(r: SimSweepRequest):
-    extra = ("--run-parts", r.run_parts) if r.run_parts else ()
+    extra = (("--run-parts", r.run_parts) if r.run_parts else ()) + (("--overlap",) if r.overlap else ())
     if r.exhaustive:
         from .exhaustive import ExhaustivePlan
 

@@ -42,9 +42,10 @@ COLUMNS = ["case", "workers", "strategy", "recovery", "scenario", "sim_outcome",
 
 
 def matrix_cases(sizes=(2, 3, 4), strategies=STRATEGIES, recoveries=RECOVERIES, steps: int = 5,
-                 seed: int = 0, scenarios=None) -> list[Case]:
-    """Every named scenario (at the sizes it allows) x strategy x recovery x world size."""
-    cases = []
+                 seed: int = 0, scenarios=None, extra: tuple[str, ...] = ()) -> list[Case]:
+    """Every named scenario (at the sizes it allows) x strategy x recovery x world size; ``extra``:
+    further ``run`` options of every case (``--overlap``), named at the end of its id."""
+    cases, tail = [], "".join("-" + a.lstrip("-") for a in extra)
     for p in sizes:
         for name in scenarios or SCENARIOS:
             if p < SCENARIOS[name][1]:
@@ -52,8 +53,8 @@ def matrix_cases(sizes=(2, 3, 4), strategies=STRATEGIES, recoveries=RECOVERIES, 
             schedule = build(name, p)
             for recovery in recoveries:
                 for strategy in strategies:
-                    cases.append(Case(f"t-n{p}-{strategy}-{recovery}-{name}", seed, p, strategy, recovery,
-                                      steps, schedule))
+                    cases.append(Case(f"t-n{p}-{strategy}-{recovery}-{name}{tail}", seed, p, strategy, recovery,
+                                      steps, schedule, tuple(extra)))
     return cases
 
 

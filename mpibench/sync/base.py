@@ -107,6 +107,10 @@ class SyncStrategy(ABC):
     records_choices: bool = False
     # The label of the strategy's row in bench.csv ("in-step sync: NAME" when empty).
     bench_label: str = ""
+    # Whether the strategy has a nonblocking form of its reduction (start_bucket and
+    # finish_buckets below): run --overlap starts each layer's bucket while the backward pass
+    # goes on (mpibench.sync.overlap), and is refused, in one line, for a strategy without one.
+    overlaps: bool = False
 
     def __init__(self, comm, backend, n_params: int, options: dict | None = None):
         self.comm = comm
@@ -132,6 +136,17 @@ class SyncStrategy(ABC):
         total = self.buffer[-1]
         self.backend.apply_update(params, self.buffer[:-1], total, lr)
         return reduction
+
+    def start_bucket(self, offset: int, length: int):
+        """Start summing ``buffer[offset:offset + length]`` over the membership without waiting
+        (every member starts the same buckets in the same order); a handle for
+        :meth:`finish_buckets`. A strategy with ``overlaps = True`` implements both."""
+        raise NotImplementedError(f"{label(self)} has no nonblocking reduction (overlaps = False)")
+
+    def finish_buckets(self, handles: list) -> list[Reduction]:
+        """Wait for the started buckets; each slice then holds its sum. One Reduction per
+        bucket, its pieces at global offsets in the step buffer."""
+        raise NotImplementedError(f"{label(self)} has no nonblocking reduction (overlaps = False)")
 
     def total_count(self) -> int | float:
         """The global sample count of the last synchronisation.

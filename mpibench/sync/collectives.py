@@ -24,6 +24,16 @@ def _op(call: str, op):
     return mpi_op
 
 
+class Started:
+    """A collective started (its request, its name in words, what lands its staged buffers) and not
+    yet waited for: handed back by ``iallreduce``, waited for by ``Comm.complete``."""
+
+    __slots__ = ("request", "name", "finish")
+
+    def __init__(self, request, name: str, finish):
+        self.request, self.name, self.finish = request, name, finish
+
+
 class DataCollectives:
     """Mixed into :class:`~mpibench.sync.comm.Comm` (which gives ``mpi``, ``rank``, ``transfer``
     and ``_collective``)."""
@@ -34,6 +44,14 @@ class DataCollectives:
         send, sent = self.transfer.outgoing(sendbuf)
         recv, landed = self.transfer.incoming(recvbuf)
         self._collective(self.mpi.Iallreduce, (sent, landed), send, recv, _op("allreduce", op))
+
+    def iallreduce(self, sendbuf, recvbuf, op="sum"):
+        """:meth:`allreduce` started and not waited for: the handle to give ``complete([...])``,
+        after which ``recvbuf`` holds the result (neither buffer may be touched meanwhile).
+        Several may be in flight at once; every member starts them in the same order."""
+        send, sent = self.transfer.outgoing(sendbuf)
+        recv, landed = self.transfer.incoming(recvbuf)
+        return self._begin(self.mpi.Iallreduce, (sent, landed), send, recv, _op("iallreduce", op))
 
     def reduce(self, sendbuf, recvbuf, root: int, op="sum") -> None:
         """On ``root`` only, ``recvbuf`` = ``op`` over every member's ``sendbuf``; the others

@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 from mpi4py import MPI
 
-from .collectives import OPS, DataCollectives
+from .collectives import OPS, DataCollectives, Started
 
 _HOST = np.ndarray  # a plain host array: handed to MPI as it is
 
@@ -279,13 +279,21 @@ class Comm(DataCollectives):
         self._collective(self.mpi.Ibarrier, ())
 
     def _collective(self, call, finish, *args) -> None:
-        everyone = range(self.size)
+        self.complete([self._begin(call, finish, *args)])
+
+    def _begin(self, call, finish, *args) -> Started:
         try:
             request = call(*args)
         except MPI.Exception as exc:
-            raise translate(exc, [self.worker_ids[p] for p in everyone]) from None
-        name = COLLECTIVE_NAMES.get(call.__name__, call.__name__)
-        self.wait([request], everyone, f"{COLLECTIVE} {name} with every rank")
-        for done in finish:  # staged device buffers: release and land after completion
-            if done is not None:
-                done()
+            raise translate(exc, list(self.worker_ids)) from None
+        return Started(request, COLLECTIVE_NAMES.get(call.__name__, call.__name__), finish)
+
+    def complete(self, started: list) -> None:
+        """Wait, under the deadline like every wait, for collectives started and not yet waited
+        for (:meth:`iallreduce`); each one's receive buffer then holds its result."""
+        names = " and ".join(dict.fromkeys(s.name for s in started))
+        self.wait([s.request for s in started], range(self.size), f"{COLLECTIVE} {names} with every rank")
+        for s in started:
+            for done in s.finish:  # staged device buffers: release and land after completion
+                if done is not None:
+                    done()

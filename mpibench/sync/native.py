@@ -1,4 +1,5 @@
-"""Baseline: MPI's own Allreduce of the step buffer, as one piece."""
+"""Baseline: MPI's own Allreduce of the step buffer, as one piece (or, with run --overlap, one
+Iallreduce per bucket, started as the backward pass makes it ready)."""
 from __future__ import annotations
 
 import math
@@ -51,3 +52,18 @@ class NativeAllreduce(SyncStrategy):
         self.comm.allreduce(buf, self._result)
         buf[...] = self._result
         return Reduction(self.comm.worker_ids, [(0, len(buf))], len(buf))
+
+    # run --overlap: each bucket an Iallreduce of its slice. The library moves it on whenever the rank
+    # is inside MPI (its start, the next bucket's, complete); nothing progresses it during numpy work.
+    overlaps = True
+
+    def start_bucket(self, offset: int, length: int):
+        end = offset + length
+        return offset, length, self.comm.iallreduce(self.buffer[offset:end], self._result[offset:end])
+
+    def finish_buckets(self, handles: list) -> list[Reduction]:
+        self.comm.complete([started for _, _, started in handles])
+        total = len(self.buffer)
+        for offset, length, _ in handles:
+            self.buffer[offset:offset + length] = self._result[offset:offset + length]
+        return [Reduction(self.comm.worker_ids, [(offset, length)], total) for offset, length, _ in handles]

@@ -58,6 +58,11 @@ AT_SCALE: tuple[str, ...] = tuple(name for name, cls in BUILTIN.items()
                                   if cls.in_main_job or cls.baseline or cls.topology_aware)
 
 
+def overlapping() -> tuple[str, ...]:
+    """The built-ins with a nonblocking reduction, which run --overlap can start bucket by bucket."""
+    return tuple(name for name, cls in BUILTIN.items() if cls.overlaps)
+
+
 def drawn_names() -> list[str]:
     """The replicated built-ins in the registry's order, each followed by the bench rows that
     time it by another path: the order charts give their colours in."""
@@ -126,6 +131,9 @@ def _checked(cls, where: str) -> type[SyncStrategy]:
     unknown = [o for o in getattr(cls, "option_names", ()) if o not in OPTIONS]
     if unknown:
         raise UsageError(f"{where} reads unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTIONS)})")
+    if getattr(cls, "overlaps", False) and (cls.start_bucket is SyncStrategy.start_bucket
+                                            or cls.finish_buckets is SyncStrategy.finish_buckets):
+        raise UsageError(f"{where} declares overlaps but does not implement start_bucket and finish_buckets")
     kind = getattr(cls, "sharding_kind", None)
     if kind not in (None, *SHARDING_KINDS):
         raise UsageError(f"{where} declares sharding_kind {kind!r} (one of {', '.join(SHARDING_KINDS)}, or None)")

@@ -174,12 +174,13 @@ def strategy_factory(mutant: str, batch_size: int):
     from mpibench.sync import STRATEGIES, make_strategy
 
     from .loop import SkipMemberMixin
+    from .overlap import OVERLAP_MIXINS
     from .record import RECORD_MIXINS
     from .hsdp import HSDP_MIXINS
     from .sharded import SHARDED_MIXINS
 
     mixins = {**MIXINS, "dead-leak": DeadLeakMixin, "double-apply": DoubleApplyMixin,
-              "skip-member": SkipMemberMixin, **RECORD_MIXINS, **SHARDED_MIXINS, **HSDP_MIXINS}
+              "skip-member": SkipMemberMixin, **RECORD_MIXINS, **SHARDED_MIXINS, **HSDP_MIXINS, **OVERLAP_MIXINS}
 
     def build(name, comm, backend, n_params, options=None):
         if mutant in RINGS:

@@ -29,6 +29,7 @@ class Mutant:
     needs_faults: bool = False
     engines: tuple[str, ...] = BOTH_ENGINES
     options: tuple[str, ...] = ()  # run options it needs (an honest run with them is a control)
+    overlap: bool = False  # planted in the overlapped sync: its trials run with run --overlap
 
 
 MUTANTS = {m.name: m for m in [
@@ -74,6 +75,12 @@ MUTANTS = {m.name: m for m in [
            "replicas"),
     Mutant("handover-claims-all", "hsdp --momentum, respawn: every handover message marks every element as "
            "held, so the replacement copies a non-holder's zeros", "optimizer_state", needs_faults=True),
+    Mutant("early-bucket", "--overlap: the first bucket's update uses its local gradient, read before its sync "
+           "completed", "equivalence", overlap=True),
+    Mutant("bucket-twice", "--overlap: the bucket carrying the count is summed again once its sum is in",
+           "accounting", overlap=True),
+    Mutant("bucket-offsets", "--overlap: each bucket's sum written back at its offset in start order (the pieces "
+           "still tile the buffer)", "equivalence", overlap=True),
     Mutant("hsdp-state-lost-on-respawn", "hsdp --momentum, respawn: every handover message says no state is "
            "held; the replacement starts from zero although the replica holds it",
            "optimizer_state", needs_faults=True),
