@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import statechain
+
 NAME = "adam"
 EPS32 = float(np.finfo(np.float32).eps)
 KINDS = ("adam", "adamw")
@@ -79,26 +81,16 @@ def chain(case, table: dict, grad_bound) -> dict:
 
     ``table[step]`` holds the step's ``before`` parameters and its reference ``ref`` (None: not
     computed); ``grad_bound(view, ref)`` is the float32 rounding bound of its mean gradient."""
-    found = case.state.get(NAME)
-    if found is not None:
-        return found
-    found, n = {}, len(case.initial_params)
-    current = Moments(0, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
-    for view in case.views():
-        if view.agreed is None:
-            continue
-        due = table.get(view.step)
-        ref = due.ref if due is not None else None
-        if current is None or ref is None:
-            current = None
-        elif ref.n_samples:
-            current = step(case, current, ref.grad_mean, grad_bound(view, ref), due.before.astype(np.float64))
-        else:  # nothing contributed: nothing moves, t included
-            current = Moments(current.t, current.m, current.v, current.m_bound, current.v_bound,
-                              np.zeros(n), np.zeros(n))
-        found[view.step] = current
-    case.state[NAME] = found
-    return found
+    n = len(case.initial_params)
+
+    def advance(current, view, due):
+        ref = due.ref
+        return step(case, current, ref.grad_mean, grad_bound(view, ref), due.before.astype(np.float64))
+
+    def idle(current):  # nothing contributed: nothing moves, t included
+        return Moments(current.t, current.m, current.v, current.m_bound, current.v_bound, np.zeros(n), np.zeros(n))
+
+    return statechain.walk(case, table, NAME, Moments(0, *(np.zeros(n) for _ in range(6))), advance, idle)
 
 
 def step(case, prev: Moments, grad: np.ndarray, grad_bound: np.ndarray, theta: np.ndarray) -> Moments:

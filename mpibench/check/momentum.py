@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import statechain
+
 NAME = "momentum"
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -41,27 +43,15 @@ def chain(case, table: dict, grad_bound) -> dict:
 
     ``table[step].ref`` is the step's reference (None: not computed); ``grad_bound(view, ref)``
     is the float32 rounding bound of its mean gradient."""
-    velocities = case.state.get(NAME)
-    if velocities is not None:
-        return velocities
-    mu, velocities = factor(case), {}
-    n = len(case.initial_params)
-    current = Velocity(np.zeros(n), np.zeros(n))
-    for view in case.views():
-        if view.agreed is None:
-            continue
-        due = table.get(view.step)
-        ref = due.ref if due is not None else None
-        if current is None or ref is None:
-            current = None
-        elif ref.n_samples:
-            value = mu * current.value + ref.grad_mean
-            bound = mu * current.bound + grad_bound(view, ref) + 2 * EPS32 * (mu * np.abs(current.value)
-                                                                               + np.abs(value))
-            current = Velocity(value, bound)
-        velocities[view.step] = current
-    case.state[NAME] = velocities
-    return velocities
+    mu, n = factor(case), len(case.initial_params)
+
+    def advance(current, view, due):
+        ref = due.ref
+        value = mu * current.value + ref.grad_mean
+        bound = mu * current.bound + grad_bound(view, ref) + 2 * EPS32 * (mu * np.abs(current.value) + np.abs(value))
+        return Velocity(value, bound)
+
+    return statechain.walk(case, table, NAME, Velocity(np.zeros(n), np.zeros(n)), advance, lambda current: current)
 
 
 def direction(case, step: int, table: dict, grad_bound):
