@@ -142,8 +142,9 @@ def hier_pipelined_rounds(plat: Platform, p: int, n: float) -> list[Round]:
 
 MODELLED = {"hier-pipelined": hier_pipelined_rounds}  # the MODELLED_ONLY names' rounds
 # Every built-in the model can price: its own rounds, or strategies that stand for it.
-STRATEGIES = (*(name for name, cls in BUILTIN.items() if cls.message_rounds(2, 1.0, [np.arange(2)]) is not None
-                or cls.modelled_as(1.0)), *MODELLED_ONLY)
+STRATEGIES = (*(name for name, cls in BUILTIN.items()
+                 if cls.message_rounds(2, 1.0, [np.arange(2)] if cls.topology_aware else None) is not None
+                 or cls.modelled_as(1.0)), *MODELLED_ONLY)
 
 
 def _record(strategy: str):
@@ -154,7 +155,9 @@ def strategy_rounds(plat: Platform, strategy: str, p: int, nbytes: float) -> lis
     """The rounds of ``strategy`` itself (its record's ``message_rounds``, a plugin's too)."""
     if strategy in MODELLED:
         return MODELLED[strategy](plat, p, nbytes)
-    found = _record(strategy).message_rounds(p, nbytes, nodes_of(plat, p))
+    record = _record(strategy)
+    # only a strategy laid out by node reads the nodes: working them out costs O(p) per call
+    found = record.message_rounds(p, nbytes, nodes_of(plat, p) if record.topology_aware else None)
     if found is None:
         raise ValueError(f"{strategy} has no message rounds of its own (see SyncStrategy.message_rounds)")
     return found

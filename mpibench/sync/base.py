@@ -178,9 +178,10 @@ class SyncStrategy(ABC):
     nic_note: str = ""
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list | None:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list | None:
         """This strategy's messages for ``nbytes`` on ``p`` ranks as rounds (sync/patterns.py),
-        ``nodes`` the ranks of each node; None when it has none of its own (see ``modelled_as``),
+        ``nodes`` the ranks of each node (given to a ``topology_aware`` strategy, else None);
+        None when it has none of its own (see ``modelled_as``),
         and then without ``modelled_as`` the simulator and predict cannot price it."""
         return None
 

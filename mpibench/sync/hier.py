@@ -47,7 +47,7 @@ class Hierarchical(BucketedStrategy):
     topology_aware = True
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list:
         """A tree in each node, the leaders' rd up to SMALL_BUCKET_BYTES or Rabenseifner above."""
         return patterns.hier_rounds(nodes, nbytes, SMALL_BUCKET_BYTES)
     cost_assumption = ("hier: binomial reduce and broadcast inside a node (all ranks on one node unless "

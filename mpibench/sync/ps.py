@@ -91,7 +91,7 @@ class ParameterServer(SyncStrategy):
     bench_label = "in-step sync: parameter server"
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list:
         return patterns.ps_rounds(p, nbytes)
 
     @staticmethod

@@ -32,7 +32,7 @@ class Rabenseifner(BucketedStrategy):
     cost_assumption = "rabenseifner: 2 log2 q rounds moving 2(q-1)/q of the buffer, with rd's fold of a non-power-of-two p"
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list:
         return patterns.rabenseifner_rounds(p, nbytes)
 
     @staticmethod

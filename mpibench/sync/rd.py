@@ -28,7 +28,7 @@ class RecursiveDoubling(BucketedStrategy):
                        "with one whole-buffer message in and one out")
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list:
         return patterns.rd_rounds(p, nbytes)
 
     @staticmethod

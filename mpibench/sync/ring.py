@@ -104,7 +104,7 @@ class RingAllreduce(SyncStrategy):
     bench_label = "in-step sync: ring all-reduce (reduce-scatter + all-gather)"
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list:
         return patterns.ring_rounds(p, nbytes)
 
     @staticmethod

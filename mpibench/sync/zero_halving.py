@@ -69,7 +69,7 @@ class ZeroHalving(sharding.ShardedStrategy):
     nic_note = "zero-halving halves far partners first in rank order (each rank ends on its own shard)"
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list:
         return patterns.zero_halving_rounds(p, nbytes)
     tag = _TAG
 

@@ -63,7 +63,7 @@ class ZeroRing(sharding.ShardedStrategy):
     cost_assumption = "zero-ring: a ring reduce-scatter and a ring all-gather, one ring all-reduce's traffic"
 
     @staticmethod
-    def message_rounds(p: int, nbytes: float, nodes: list) -> list:
+    def message_rounds(p: int, nbytes: float, nodes: list | None) -> list:
         return patterns.ring_rounds(p, nbytes)
     tag = _TAG
 
